@@ -1,0 +1,29 @@
+# Set-up is part of every target: a fresh machine needs only `make run` or `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+WEB_STAMP := web/node_modules/.installed
+
+.PHONY: install run test lint bench bench-learn bench-web bench-platform fuzz
+
+install: $(STAMP) $(WEB_STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+$(WEB_STAMP): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+run: install
+	$(VENV)/bin/sfumato up
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .

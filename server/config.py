@@ -1,0 +1,55 @@
+"""Settings for every platform process, read from SFUMATO_* environment variables.
+
+The defaults are the embedded platform (`make run`): SQLite, a broker on SQLite, artifacts on
+the local disk. Production only changes URLs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SFUMATO_", env_file=".env", extra="ignore")
+
+    home: Path = Field(Path("var"), description="state folder of the embedded platform")
+    database_url: str = ""
+    broker_url: str = ""
+    public_url: str = "http://127.0.0.1:8000"
+    artifact_root: Path | None = None
+    admin_token: str | None = None
+    admin_password: str | None = None
+    secret_key: str = ""
+
+    # Paths a spec may read (model, reward weights, prompt files); empty means any existing path.
+    path_roots: list[str] = Field(default_factory=list)
+
+    worker_hostname: str | None = None
+    worker_cpu_slots: int = 2
+    heartbeat_seconds: float = 5.0
+    host_lost_after_seconds: float = 30.0
+    scheduler_interval_seconds: float = 1.0
+    cancel_grace_seconds: float = 10.0
+
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_metric_points: int = 100_000
+    max_image_bytes: int = 8 * 1024 * 1024
+    max_image_pixels: int = 4096 * 4096
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.home / 'sfumato.db').resolve()}"
+
+    def resolved_broker_url(self) -> str:
+        return self.broker_url or f"sqla+sqlite:///{(self.home / 'broker.db').resolve()}"
+
+    def resolved_artifact_root(self) -> Path:
+        return (self.artifact_root or self.home / "artifacts").resolve()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

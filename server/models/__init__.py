@@ -1,0 +1,30 @@
+"""Every table, imported here so Alembic and the app see one metadata."""
+
+from server.models.account import ROLES, ApiToken, Membership, Team, User
+from server.models.base import Base, utcnow
+from server.models.host import HOST_STATES, Allocation, Device, Host
+from server.models.job import ACTIVE_STATES, JOB_STATES, TERMINAL_STATES, Artifact, Job, JobEvent
+from server.models.telemetry import LogLine, Metric, Sample
+
+__all__ = [
+    "ACTIVE_STATES",
+    "HOST_STATES",
+    "JOB_STATES",
+    "ROLES",
+    "TERMINAL_STATES",
+    "Allocation",
+    "ApiToken",
+    "Artifact",
+    "Base",
+    "Device",
+    "Host",
+    "Job",
+    "JobEvent",
+    "LogLine",
+    "Membership",
+    "Metric",
+    "Sample",
+    "Team",
+    "User",
+    "utcnow",
+]

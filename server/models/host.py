@@ -1,0 +1,62 @@
+"""Worker hosts, their devices, and which job holds which device."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from server.models.base import Base, utcnow
+
+HOST_STATES = ("online", "draining", "disabled", "lost")
+
+
+class Host(Base):
+    __tablename__ = "hosts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    queue: Mapped[str] = mapped_column(String(250))
+    address: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), default="online")
+    last_heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    registered_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    devices: Mapped[list[Device]] = relationship(back_populates="host", order_by="Device.index")
+
+
+class Device(Base):
+    __tablename__ = "devices"
+    __table_args__ = (UniqueConstraint("host_id", "index"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    device_type: Mapped[str] = mapped_column(String(10))
+    model: Mapped[str] = mapped_column(String(200))
+    memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    enabled: Mapped[bool] = mapped_column(default=True)
+
+    host: Mapped[Host] = relationship(back_populates="devices")
+
+
+class Allocation(Base):
+    """One device held by one job attempt; `released_at` null means held now."""
+
+    __tablename__ = "allocations"
+    __table_args__ = (
+        Index("ix_allocations_live_device", "device_id", "released_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    device_id: Mapped[int] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"))
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    node_rank: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    device: Mapped[Device] = relationship()
+    host: Mapped[Host] = relationship()

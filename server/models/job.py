@@ -1,0 +1,79 @@
+"""A training job, its status history, and the files it produced."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from server.models.base import Base, utcnow
+
+ACTIVE_STATES = ("queued", "scheduled", "running")
+TERMINAL_STATES = ("succeeded", "failed", "cancelled")
+JOB_STATES = (*ACTIVE_STATES, *TERMINAL_STATES)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_queue", "status", "priority", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    algorithm: Mapped[str] = mapped_column(String(40))
+    executor: Mapped[str] = mapped_column(String(40))
+    model_family: Mapped[str] = mapped_column(String(40))
+    device_type: Mapped[str] = mapped_column(String(10))
+    devices: Mapped[int] = mapped_column(Integer)
+    nodes: Mapped[int] = mapped_column(Integer, default=1)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"), index=True)
+    token_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+    wait_reason: Mapped[str | None] = mapped_column(String(300))
+    error: Mapped[str | None] = mapped_column(Text)
+    step: Mapped[int] = mapped_column(Integer, default=0)
+    total_steps: Mapped[int] = mapped_column(Integer, default=0)
+    last_reward: Mapped[float | None] = mapped_column()
+    samples_per_s: Mapped[float | None] = mapped_column()
+    last_progress_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    owner = relationship("User")
+    team = relationship("Team")
+    events: Mapped[list[JobEvent]] = relationship(back_populates="job", order_by="JobEvent.id")
+
+
+class JobEvent(Base):
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(20))
+    message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    job: Mapped[Job] = relationship(back_populates="events")
+
+
+class Artifact(Base):
+    __tablename__ = "artifacts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    kind: Mapped[str] = mapped_column(String(20))
+    name: Mapped[str] = mapped_column(String(200))
+    step: Mapped[int | None] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(String(500))
+    size_bytes: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,0 +1,66 @@
+"""Shared fixtures: real PostgreSQL and Redis when their URLs are set, a fresh database per test.
+
+SFUMATO_TEST_POSTGRES_URL / SFUMATO_TEST_REDIS_URL unset (a laptop): those tests skip with a
+one-line reason. Set (CI): they run, and an unreachable service fails them loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+POSTGRES_ENV = "SFUMATO_TEST_POSTGRES_URL"
+REDIS_ENV = "SFUMATO_TEST_REDIS_URL"
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> str:
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    return url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get(REDIS_ENV)
+    if not url:
+        pytest.skip(f"{REDIS_ENV} is not set")
+    import redis
+
+    redis.Redis.from_url(url, socket_connect_timeout=5).ping()  # unreachable → loud failure
+    return url
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+    name = f"sfumato_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(postgres_server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'sfumato.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Both databases: SQLite always, PostgreSQL when its URL is set."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sfumato.db'}"
+    return request.getfixturevalue("postgres_url")

@@ -1,0 +1,339 @@
+"""The job spec: the one contract between the platform and the trainer.
+
+Importing this module must never import torch: the server validates specs with it.
+Every rule a user can break is checked here, so a job the trainer cannot run is refused
+with a message naming the field before anything is stored or allocated.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
+
+BUILTIN_MODEL_PATH = "builtin:tiny"
+BUILTIN_PROMPT_SOURCES = ("builtin:colors",)
+BUILTIN_FAMILIES = ("sd3",)
+
+PIXEL_REWARDS = (
+    "brightness",
+    "colorfulness",
+    "jpeg_compressibility",
+    "jpeg_incompressibility",
+    "prompt_color_match",
+)
+MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
+
+ALGORITHMS = ("flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo")
+EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "digenrl")
+
+# Names the schema knows but the trainer cannot run yet; refused with "not available yet".
+UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset({"flow_grpo_fast", "dance_grpo", "flash_grpo"})
+UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"lean_retain", "lean_reweight", "jagg", "digenrl"})
+
+# Options each executor accepts; any other executor option set for it is refused.
+EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
+    "native": frozenset(),
+    "lean_retain": frozenset({"max_retained_graphs"}),
+    "lean_reweight": frozenset({"buffer_regime"}),
+    "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn"}),
+    "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
+}
+
+# Options only some algorithms read.
+ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
+    "flow_grpo": frozenset(),
+    "flow_grpo_fast": frozenset({"window_size", "window_range"}),
+    "dance_grpo": frozenset(),
+    "flash_grpo": frozenset({"candidate_steps"}),
+}
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class SpecError(ValueError):
+    """A spec that cannot run, with the dotted field it concerns."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+def _check_local_path(value: str, field: str, info: ValidationInfo) -> str:
+    """A path must exist and, when roots are configured, lie inside one of them."""
+    path = Path(value).expanduser()
+    roots = (info.context or {}).get("path_roots") if info.context else None
+    if not path.is_absolute():
+        base = (info.context or {}).get("base_dir")
+        path = Path(base) / path if base else path.resolve()
+    resolved = path.resolve()
+    if roots:
+        if not any(resolved.is_relative_to(Path(r).resolve()) for r in roots):
+            allowed = ", ".join(str(r) for r in roots)
+            raise ValueError(f"{field} {value!r} is outside the allowed roots ({allowed})")
+    if not resolved.exists():
+        raise ValueError(f"{field} {value!r} does not exist")
+    return value
+
+
+class ModelSpec(_Section):
+    family: Literal["sd3", "flux", "wan"] = "sd3"
+    path: str = Field(
+        BUILTIN_MODEL_PATH,
+        description="'builtin:tiny', a local diffusers directory, or a hub id 'org/name'",
+    )
+    finetune: Literal["full", "lora"] = "lora"
+    lora_rank: int | None = Field(None, ge=1, le=1024, description="LoRA rank (lora only; default 4)")
+    lora_alpha: float | None = Field(None, gt=0, description="LoRA alpha (lora only; default 2 × rank)")
+    lora_targets: list[str] | None = Field(
+        None, description="module names the adapter wraps (lora only; default: attention projections)"
+    )
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    gradient_checkpointing: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str, info: ValidationInfo) -> str:
+        if value == BUILTIN_MODEL_PATH:
+            return value
+        if value.startswith("builtin:"):
+            raise ValueError(f"unknown built-in model {value!r}; allowed: {BUILTIN_MODEL_PATH!r}")
+        looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value)
+        if looks_local:
+            return _check_local_path(value, "model path", info)
+        return value
+
+    @model_validator(mode="after")
+    def _lora_fields(self) -> ModelSpec:
+        if self.finetune == "full":
+            for name in ("lora_rank", "lora_alpha", "lora_targets"):
+                if getattr(self, name) is not None:
+                    raise SpecError(name, "applies only to finetune 'lora', not 'full'")
+        else:
+            if self.lora_rank is None:
+                self.lora_rank = 4
+            if self.lora_alpha is None:
+                self.lora_alpha = float(2 * self.lora_rank)
+        return self
+
+
+class AlgorithmSpec(_Section):
+    name: Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo"] = "flow_grpo"
+    sampling_steps: int = Field(10, ge=2, le=1000, description="T, denoising steps per rollout")
+    train_timesteps: int | None = Field(
+        None, ge=1, description="K, trained steps per sample; must be < sampling_steps (default T-1)"
+    )
+    group_size: int = Field(4, ge=2, le=1024, description="G, samples per prompt")
+    prompts_per_step: int = Field(2, ge=1, le=4096, description="prompts per optimizer step")
+    total_steps: int = Field(10, ge=1, le=10_000_000, description="optimizer steps")
+    learning_rate: float = Field(3e-4, gt=0, le=1.0)
+    noise_level: float = Field(0.7, gt=0, le=5.0, description="SDE level: a (flow_grpo), eta (dance_grpo)")
+    clip_range: float = Field(1e-4, gt=0, le=1.0)
+    kl_beta: float = Field(0.0, ge=0)
+    adv_clip: float = Field(5.0, gt=0)
+    global_std: bool = True
+    cfg_scale: float = Field(1.0, ge=1.0, le=30.0, description="1.0 disables classifier-free guidance")
+    shift: float = Field(3.0, gt=0, le=100.0, description="schedule shift s")
+    max_grad_norm: float = Field(1.0, gt=0)
+    inner_epochs: int = Field(1, ge=1, le=16)
+    window_size: int | None = Field(None, ge=1, description="flow_grpo_fast: SDE window length")
+    window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
+    candidate_steps: int | None = Field(None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AlgorithmSpec:
+        if self.name in UNAVAILABLE_ALGORITHMS:
+            raise SpecError("name", f"{self.name!r} is not available yet; available: {_available(ALGORITHMS, UNAVAILABLE_ALGORITHMS)}")
+        for option in set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]:
+            if getattr(self, option) is not None:
+                raise SpecError(option, f"does not apply to algorithm {self.name!r}")
+        last = self.sampling_steps - 1
+        if self.train_timesteps is None:
+            self.train_timesteps = last
+        if self.train_timesteps >= self.sampling_steps:
+            raise SpecError(
+                "train_timesteps",
+                f"must be less than sampling_steps ({self.sampling_steps}): the near-clean last step is never trained; "
+                f"allowed 1..{last}",
+            )
+        return self
+
+
+class ExecutorSpec(_Section):
+    name: Literal["native", "lean_retain", "lean_reweight", "jagg", "digenrl"] = "native"
+    max_retained_graphs: int | None = Field(None, ge=1, description="lean_retain: graphs kept at once before refusing")
+    buffer_regime: Literal["auto", "per_rank", "per_sample", "affine"] | None = Field(
+        None, description="lean_reweight: how per-sample gradients are buffered"
+    )
+    group_width: int | None = Field(None, ge=2, description="jagg: trained steps per routed group")
+    jagg_frac: float | None = Field(None, ge=0, le=1, description="jagg: fraction of groups (high noise) aggregated")
+    cosine_warn: float | None = Field(None, ge=-1, le=1, description="jagg: warn when audit cosine falls below")
+    rollout_devices: int | None = Field(None, ge=1, description="digenrl: devices in the rollout pool")
+    max_staleness: int | None = Field(None, ge=0, le=1, description="digenrl: policy versions a unit may lag")
+    timestep_batch: int | None = Field(None, ge=1, description="digenrl: trained steps replayed per batch")
+    trainer_assisted: bool | None = Field(None, description="digenrl: trainer generates when it would idle")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExecutorSpec:
+        if self.name in UNAVAILABLE_EXECUTORS:
+            raise SpecError("name", f"{self.name!r} is not available yet; available: {_available(EXECUTORS, UNAVAILABLE_EXECUTORS)}")
+        for option in set().union(*EXECUTOR_OPTIONS.values()) - EXECUTOR_OPTIONS[self.name]:
+            if getattr(self, option) is not None:
+                raise SpecError(option, f"does not apply to executor {self.name!r}")
+        return self
+
+
+class RewardSpec(_Section):
+    name: str = Field(description="a built-in reward or one registered under the 'sfumato.rewards' entry point")
+    weight: float = 1.0
+    path: str | None = Field(None, description="local weights directory (model-based rewards)")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        known = known_rewards()
+        if value not in known:
+            raise ValueError(f"unknown reward {value!r}; allowed: {', '.join(sorted(known))}")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _check_local_path(value, "reward path", info)
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> RewardSpec:
+        if self.name in MODEL_REWARDS and self.path is None:
+            raise SpecError("path", f"reward {self.name!r} loads a model: give the local directory of its weights")
+        if self.name in PIXEL_REWARDS and self.path is not None:
+            raise SpecError("path", f"reward {self.name!r} computes from pixels and takes no path")
+        return self
+
+
+class PromptsSpec(_Section):
+    source: str = Field("builtin:colors", description="'builtin:colors' or a text file with one prompt per line")
+    eval: list[str] = Field(
+        default_factory=lambda: ["a red apple", "a blue ocean"],
+        max_length=64,
+        description="fixed prompts sampled with fixed seeds every samples.every steps",
+    )
+
+    @field_validator("source")
+    @classmethod
+    def _source_exists(cls, value: str, info: ValidationInfo) -> str:
+        if value.startswith("builtin:"):
+            if value not in BUILTIN_PROMPT_SOURCES:
+                raise ValueError(f"unknown built-in prompt set {value!r}; allowed: {', '.join(BUILTIN_PROMPT_SOURCES)}")
+            return value
+        return _check_local_path(value, "prompt file", info)
+
+    @field_validator("eval")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        for prompt in value:
+            if not prompt.strip() or len(prompt) > 1000:
+                raise ValueError("each eval prompt must be 1..1000 characters")
+        return value
+
+
+class ResourcesSpec(_Section):
+    devices: int = Field(1, ge=1, le=1024, description="devices per node")
+    device_type: Literal["cuda", "cpu"] = "cpu"
+    nodes: int = Field(1, ge=1, le=256)
+    gpu_model: str | None = Field(None, max_length=128, description="only hosts whose devices report this model")
+    priority: int = Field(0, ge=-100, le=100, description="higher runs first")
+
+
+class SamplesSpec(_Section):
+    every: int = Field(5, ge=1, description="log eval samples every N steps (and at the last step)")
+    count: int = Field(2, ge=0, le=64, description="seeds per eval prompt")
+
+
+class CheckpointSpec(_Section):
+    every: int = Field(0, ge=0, description="save every N steps; 0 saves only the final model")
+
+
+class RetrySpec(_Section):
+    max_attempts: int = Field(3, ge=1, le=20, description="attempts for infrastructure failures")
+
+
+class JobSpec(_Section):
+    name: str = Field("job", min_length=1, max_length=200)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    reward: list[RewardSpec] = Field(
+        default_factory=lambda: [RewardSpec(name="brightness")], min_length=1, max_length=16
+    )
+    prompts: PromptsSpec = Field(default_factory=PromptsSpec)
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    samples: SamplesSpec = Field(default_factory=SamplesSpec)
+    checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    retry: RetrySpec = Field(default_factory=RetrySpec)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @field_validator("reward")
+    @classmethod
+    def _unique_rewards(cls, value: list[RewardSpec]) -> list[RewardSpec]:
+        names = [r.name for r in value]
+        if len(names) != len(set(names)):
+            raise ValueError("each reward may appear once")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_section(self) -> JobSpec:
+        if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
+            raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.resources.devices * self.resources.nodes
+
+
+def _available(names: tuple[str, ...], unavailable: frozenset[str]) -> str:
+    return ", ".join(n for n in names if n not in unavailable)
+
+
+def known_rewards() -> set[str]:
+    """Built-in rewards plus third-party ones registered as entry points."""
+    plugins = {ep.name for ep in entry_points(group=REWARD_ENTRY_POINT_GROUP)}
+    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | plugins
+
+
+def parse_spec(data: Any, *, path_roots: list[str] | None = None, base_dir: str | None = None) -> JobSpec:
+    """Validate raw spec data; raises pydantic.ValidationError naming the field."""
+    return JobSpec.model_validate(data, context={"path_roots": path_roots, "base_dir": base_dir})
+
+
+def spec_errors(exc: Exception) -> list[dict[str, str]]:
+    """Flatten a validation failure into [{field, message}] with dotted field names."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return [{"field": "", "message": str(exc)}]
+    errors = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"]]
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_error, SpecError):
+            errors.append({"field": ".".join([*loc, ctx_error.field]), "message": ctx_error.message})
+            continue
+        field = ".".join(loc)
+        message = err["msg"].removeprefix("Value error, ")
+        errors.append({"field": field, "message": message})
+    return errors
+
+
+def json_schema() -> dict[str, Any]:
+    return JobSpec.model_json_schema()
