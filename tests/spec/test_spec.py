@@ -1,0 +1,83 @@
+"""The job spec refuses what the trainer cannot run, naming the field, and never imports torch."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainer.spec import JobSpec, json_schema, parse_spec, spec_errors
+
+
+def fields_of(data: dict, **kwargs: object) -> list[str]:
+    with pytest.raises(ValueError) as info:
+        parse_spec(data, **kwargs)  # type: ignore[arg-type]
+    return [e["field"] for e in spec_errors(info.value)]
+
+
+def test_empty_spec_gets_runnable_defaults() -> None:
+    spec = parse_spec({})
+    assert spec.model.path == "builtin:tiny"
+    assert spec.algorithm.train_timesteps == spec.algorithm.sampling_steps - 1
+    assert spec.model.lora_rank == 4 and spec.model.lora_alpha == 8.0
+
+
+def test_importing_the_spec_does_not_import_torch() -> None:
+    code = "import sys, trainer.spec; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"executor": {"name": "warp"}}, "executor.name"),
+        ({"algorithm": {"group_size": 1}}, "algorithm.group_size"),
+        ({"algorithm": {"total_steps": -3}}, "algorithm.total_steps"),
+        ({"algorithm": {"sampling_steps": 10, "train_timesteps": 10}}, "algorithm.train_timesteps"),
+        ({"reward": [{"name": "beauty"}]}, "reward.0.name"),
+        ({"model": {"path": "/no/such/model"}}, "model.path"),
+        ({"model": {"finetune": "full", "lora_rank": 8}}, "model.lora_rank"),
+        ({"executor": {"name": "native", "group_width": 2}}, "executor.group_width"),
+        ({"reward": [{"name": "pickscore"}]}, "reward.0.path"),
+        ({"reward": [{"name": "brightness", "path": "/tmp"}]}, "reward.0.path"),
+        ({"prompts": {"source": "builtin:nothing"}}, "prompts.source"),
+        ({"resources": {"devices": 0}}, "resources.devices"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_field_is_named(data: dict, field: str) -> None:
+    assert field in fields_of(data)
+
+
+def test_train_timesteps_error_says_what_is_allowed() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_spec({"algorithm": {"sampling_steps": 6, "train_timesteps": 6}})
+    assert "allowed 1..5" in spec_errors(info.value)[0]["message"]
+
+
+def test_model_path_outside_allowed_roots_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    allowed = tmp_path / "models"
+    allowed.mkdir()
+    assert fields_of({"model": {"path": str(outside)}}, path_roots=[str(allowed)]) == ["model.path"]
+    assert fields_of({"model": {"path": str(allowed / ".." / "elsewhere")}}, path_roots=[str(allowed)]) == ["model.path"]
+
+
+def test_model_path_inside_allowed_root_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "sd3").mkdir()
+    spec = parse_spec({"model": {"path": str(tmp_path / "sd3")}}, path_roots=[str(tmp_path)])
+    assert spec.model.path == str(tmp_path / "sd3")
+
+
+def test_hub_id_is_accepted_without_a_local_directory() -> None:
+    assert parse_spec({"model": {"path": "stabilityai/stable-diffusion-3.5-medium"}}).model.path.count("/") == 1
+
+
+def test_shell_text_in_a_name_is_kept_as_text() -> None:
+    assert parse_spec({"name": "x; rm -rf /"}).name == "x; rm -rf /"
+
+
+def test_json_schema_describes_every_section() -> None:
+    schema = json_schema()
+    assert set(JobSpec.model_fields) <= set(schema["properties"])
