@@ -1,0 +1,1 @@
+"""One file per schema version, applied in order by Alembic."""
