@@ -1,0 +1,38 @@
+"""``python -m trainer run --spec FILE --output-dir DIR [--resume]``.
+
+Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from trainer.spec import SpecError, spec_errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="train one job")
+    run_parser.add_argument("--spec", type=Path, required=True)
+    run_parser.add_argument("--output-dir", type=Path, required=True)
+    run_parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    args = parser.parse_args(argv)
+
+    from trainer.run import run
+
+    try:
+        run(args.spec, args.output_dir, args.resume)
+    except (ValidationError, SpecError) as exc:
+        for error in spec_errors(exc):
+            print(f"spec error: {error['field']}: {error['message']}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

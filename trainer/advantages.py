@@ -1,0 +1,43 @@
+"""Per-prompt group advantages (algorithms.md §4, Flow-GRPO semantics).
+
+Rewards and integer group ids are gathered from every rank first, so a group split across
+ranks is normalised as one group. A group whose members all score the same gets A = 0: it adds
+no policy gradient (a KL term still acts on it) and is counted in ``train/zero_std_frac``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+EPS = 1e-4
+
+
+@dataclass
+class Advantages:
+    values: torch.Tensor  # [N], clipped
+    zero_std_frac: float
+    group_std_mean: float
+
+
+def group_advantages(
+    rewards: torch.Tensor, group_ids: torch.Tensor, *, global_std: bool, clip: float, eps: float = EPS
+) -> Advantages:
+    rewards = rewards.double()
+    groups, inverse = torch.unique(group_ids, return_inverse=True)
+    count = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, torch.ones_like(rewards))
+    mean = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, rewards) / count
+    centred = rewards - mean[inverse]
+    group_var = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, centred**2) / count
+    group_std = group_var.sqrt()
+    if len(groups) == len(rewards):  # groups of one: batch z-score
+        centred = rewards - rewards.mean()
+        std = rewards.std(unbiased=False).expand_as(rewards)
+    elif global_std:
+        std = rewards.std(unbiased=False).expand_as(rewards)
+    else:
+        std = group_std[inverse]
+    values = (centred / (std + eps)).clamp(-clip, clip).float()
+    zero = (group_std <= 1e-12) & (count > 1)
+    return Advantages(values, float(zero.double().mean()), float(group_std.mean()))

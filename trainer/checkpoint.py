@@ -1,0 +1,73 @@
+"""Checkpoints for exact resume, and the final model export.
+
+A checkpoint holds the trainable weights, the optimizer state, the RNG states and the step.
+It is written to a temporary folder and renamed into ``checkpoints/step-N``, so a crash never
+leaves a half-written checkpoint that ``--resume`` would pick up.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+WEIGHTS = "trainable.safetensors"
+
+
+def trainable_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().cpu().contiguous() for name, p in module.named_parameters() if p.requires_grad}
+
+
+def save_checkpoint(output_dir: Path, step: int, module: nn.Module, optimizer: torch.optim.Optimizer) -> Path:
+    root = output_dir / "checkpoints"
+    target = root / f"step-{step}"
+    staging = root / f".step-{step}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    save_file(trainable_state(module), str(staging / WEIGHTS))
+    torch.save(optimizer.state_dict(), staging / "optimizer.pt")
+    rng = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save(rng, staging / "rng.pt")
+    (staging / "state.json").write_text(json.dumps({"step": step}))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def latest_checkpoint(output_dir: Path) -> Path | None:
+    root = output_dir / "checkpoints"
+    if not root.is_dir():
+        return None
+    done = [p for p in root.glob("step-*") if (p / "state.json").exists()]
+    return max(done, key=lambda p: int(p.name.removeprefix("step-")), default=None)
+
+
+def load_checkpoint(path: Path, module: nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Restore weights, optimizer and RNG; return the step the checkpoint was taken after."""
+    weights = load_file(str(path / WEIGHTS))
+    parameters = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in weights.items():
+            parameters[name].copy_(value)
+    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=False))
+    rng = torch.load(path / "rng.pt", weights_only=False)
+    torch.set_rng_state(rng["torch"])
+    random.setstate(rng["python"])
+    np.random.set_state(rng["numpy"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    return int(json.loads((path / "state.json").read_text())["step"])
+
+
+def export_model(module: nn.Module, directory: Path) -> None:
+    """``save_pretrained``: the LoRA adapter (PEFT) or the full transformer (diffusers)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    module.save_pretrained(directory)  # type: ignore[operator]

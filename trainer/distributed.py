@@ -1,0 +1,80 @@
+"""Process group set-up under torchrun and the few collectives the trainer uses.
+
+With one process no group is created and every collective is the identity, so the same
+training loop runs bare (``python -m trainer``) and under ``torchrun``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Distributed:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Concatenate equal-shaped tensors from every rank along dim 0, in rank order."""
+        if self.world_size == 1:
+            return tensor
+        parts = [torch.empty_like(tensor) for _ in range(self.world_size)]
+        dist.all_gather(parts, tensor.contiguous())
+        return torch.cat(parts)
+
+    def all_reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return tensor
+        out = tensor.clone()
+        dist.all_reduce(out)
+        return out / self.world_size
+
+    def all_reduce_max(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return tensor
+        out = tensor.clone()
+        dist.all_reduce(out, op=dist.ReduceOp.MAX)
+        return out
+
+    def broadcast(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Rank 0's value on every rank."""
+        if self.world_size > 1:
+            dist.broadcast(tensor, src=0)
+        return tensor
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            dist.barrier()
+
+    def close(self) -> None:
+        if self.world_size > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def init_distributed(device_type: str) -> Distributed:
+    """gloo on CPU, NCCL on CUDA; one CPU thread per rank when several share the host."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world_size)))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+    if world_size > 1:
+        backend = "nccl" if device_type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend, timeout=timedelta(minutes=30))
+    return Distributed(rank, world_size, local_rank, device)

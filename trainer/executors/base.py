@@ -1,0 +1,59 @@
+"""The executor interface.
+
+An executor turns one :class:`~trainer.layout.SampleBatch` into one (or more) optimizer steps.
+The objective is fixed by the algorithm and the reward; the executor decides only the schedule
+(executors.md §1):
+
+1. when the T rollout forwards run and whether with grad (``job.rollout`` runs under the
+   caller's grad mode; ``trainer.rollout.denoise_step`` is the single-step building block for
+   executors that interleave rollout and training);
+2. when each trained step's graph is built, kept and freed (``job.trained_step`` builds one;
+   calling ``backward`` frees it);
+3. when advantages enter: as the loss weight (``job.trained_step(..., advantages)``) or as a
+   scale on a gradient already formed (pass ones, then rescale ``.grad`` yourself);
+4. when gradients are reduced across ranks (``job.synchronize_gradients``, once per cycle in
+   native) and when the optimizer steps (``job.optimizer_step``, which clips first).
+
+To add an executor: write ``trainer/executors/<name>.py`` with a subclass of :class:`Executor`
+whose ``name`` matches the spec, implement ``train_step``, list it in
+``trainer/executors/registry.py`` and remove the name from ``UNAVAILABLE_EXECUTORS`` in
+``trainer/spec.py``. Return every metric as a float in ``StepResult.metrics``: the shared
+keys (``loss``, ``kl``, ``clip_frac``, ``approx_kl``, ``ratio/mean``, ``grad_norm``,
+``time/rollout``, ``time/reward``, ``time/train``, ``time/sync``) plus any ``executor/*`` of its
+own. The gradient audit (executors.md §6.1) compares a new executor's gradient, captured after
+``synchronize_gradients`` and before ``optimizer_step``, with native's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from trainer.advantages import Advantages
+from trainer.job import Scores, TrainingJob
+from trainer.layout import SampleBatch
+from trainer.rollout import Trajectory
+
+
+@dataclass
+class StepResult:
+    metrics: dict[str, float]
+    trajectory: Trajectory
+    scores: Scores
+    advantages: Advantages
+    gathered_rewards: torch.Tensor
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Executor(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, job: TrainingJob) -> None:
+        self.job = job
+
+    @abstractmethod
+    def train_step(self, batch: SampleBatch) -> StepResult:
+        """Roll out, score and train on one step's batch; leave the optimizer stepped."""

@@ -1,0 +1,171 @@
+"""``TrainingJob``: the pieces of one job that an executor composes into a training step.
+
+It holds the model family, the trainable policy, the optimizer, the algorithm, the reward and
+the process group, and offers the primitive operations of algorithms.md — plan, roll out,
+score, advantages, the loss at one trained step, gradient synchronisation, optimizer step.
+It decides nothing about *when* these run; that is the executor's job (executors.md §1).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from trainer.advantages import Advantages, group_advantages
+from trainer.algorithms.base import Algorithm, StepPlan
+from trainer.distributed import Distributed
+from trainer.layout import SampleBatch
+from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.models.base import Conditioning, ModelFamily
+from trainer.rewards.registry import WeightedReward
+from trainer.rollout import Trajectory, rollout
+from trainer.sampling.sde_step import sde_step
+from trainer.spec import JobSpec
+
+
+@dataclass
+class Scores:
+    total: torch.Tensor  # [B] local weighted sum
+    parts: dict[str, torch.Tensor]  # name → [B] local raw scores
+
+
+@dataclass
+class StepTerms:
+    """The loss of one trained step over the local rows, and what is logged about it."""
+
+    loss: torch.Tensor  # differentiable; policy + β·KL, mean over rows
+    kl: float
+    ratio: torch.Tensor  # [B]
+    clipped: torch.Tensor  # [B] bool
+    approx_kl: float
+
+
+class TrainingJob:
+    def __init__(
+        self, spec: JobSpec, dist: Distributed, family: ModelFamily, algorithm: Algorithm, reward: WeightedReward
+    ) -> None:
+        self.spec = spec
+        self.dist = dist
+        self.family = family
+        self.algorithm = algorithm
+        self.reward = reward
+        self.policy: nn.Module = family.transformer
+        self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
+        self.broadcast_parameters()
+        self.reference: nn.Module | None = None
+        if spec.algorithm.kl_beta > 0 and spec.model.finetune == "full":
+            self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
+        self.optimizer = torch.optim.AdamW(
+            self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
+        )
+        self._conditioning: dict[str, Conditioning] = {}
+
+    # --- set-up --------------------------------------------------------------------------
+    def broadcast_parameters(self) -> None:
+        """Every rank starts from rank 0's trainable weights (what DDP does at wrap time)."""
+        with torch.no_grad():
+            for param in self.parameters:
+                self.dist.broadcast(param.data)
+
+    def conditioning(self, prompts: list[str]) -> Conditioning:
+        """Text embeddings per prompt, encoded once and cached (the encoder is frozen)."""
+        missing = sorted({p for p in prompts if p not in self._conditioning})
+        if missing:
+            encoded = self.family.encode_prompts(missing)
+            for row, prompt in enumerate(missing):
+                self._conditioning[prompt] = encoded.index([row])
+        return Conditioning.cat([self._conditioning[p] for p in prompts])
+
+    def unconditional(self, rows: int) -> Conditioning | None:
+        if self.spec.algorithm.cfg_scale <= 1.0:
+            return None
+        return self.conditioning([""]).repeat_to(rows)
+
+    # --- the algorithm's primitives ------------------------------------------------------
+    def plan(self, batch: SampleBatch) -> StepPlan:
+        return self.algorithm.plan(batch, self.dist)
+
+    def rollout(self, batch: SampleBatch, plan: StepPlan) -> Trajectory:
+        cond = self.conditioning(batch.prompts)
+        uncond = self.unconditional(len(batch.prompts))
+        return rollout(
+            self.family, self.policy, self.algorithm, plan, batch.sample_ids, batch.step, cond, uncond,
+            self.spec.algorithm.cfg_scale,
+        )
+
+    def score(self, trajectory: Trajectory, batch: SampleBatch) -> Scores:
+        total, parts = self.reward(trajectory.images, batch.prompts)
+        return Scores(total, parts)
+
+    def advantages(self, scores: Scores, batch: SampleBatch) -> tuple[torch.Tensor, Advantages, torch.Tensor]:
+        """Gather rewards and group ids from all ranks; return this rank's slice of A, the
+        global statistics, and the gathered rewards (for logging)."""
+        rewards = self.dist.all_gather(scores.total.double())
+        group_ids = self.dist.all_gather(batch.group_ids)
+        sample_ids = self.dist.all_gather(batch.sample_ids)
+        stats = group_advantages(
+            rewards, group_ids, global_std=self.spec.algorithm.global_std, clip=self.spec.algorithm.adv_clip
+        )
+        position = {int(s): n for n, s in enumerate(sample_ids)}
+        local = stats.values[[position[int(s)] for s in batch.sample_ids]]
+        return local.to(self.dist.device), stats, rewards
+
+    def trained_step(
+        self, trajectory: Trajectory, plan: StepPlan, position: int, advantages: torch.Tensor
+    ) -> StepTerms:
+        """Forward the ``position``-th trained step of every local sample (with grad if enabled)
+        and return its clipped policy loss plus β·KL."""
+        spec = self.spec.algorithm
+        rows = torch.arange(trajectory.latents.shape[0])
+        index = plan.trained[:, position]
+        x, x_next = trajectory.latents[rows, index], trajectory.latents[rows, index + 1]
+        sigma = self.algorithm.sigmas[index].float().to(x.device)
+        velocity = self.family.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond, spec.cfg_scale)
+        out = sde_step(velocity, x, index, self.algorithm.sigmas, self.algorithm.sde_kind, self.algorithm.level, x_next)
+        old = trajectory.log_probs[rows, index]
+        weights = None if plan.weights is None else plan.weights.to(x.device)
+        terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
+        loss, kl = terms.loss, torch.zeros(())
+        if spec.kl_beta > 0:
+            with torch.no_grad():
+                reference_velocity = self.reference_velocity(x, sigma, trajectory)
+                reference = sde_step(
+                    reference_velocity, x, index, self.algorithm.sigmas, self.algorithm.sde_kind, self.algorithm.level,
+                    x_next,
+                )
+            kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
+            loss = loss + spec.kl_beta * kl
+        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
+        return StepTerms(loss, float(kl), terms.ratio, terms.clipped, approx_kl)
+
+    def reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
+        """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""
+        cfg = self.spec.algorithm.cfg_scale
+        if self.reference is not None:
+            return self.family.velocity(self.reference, x, sigma, trajectory.cond, trajectory.uncond, cfg)
+        with self.policy.disable_adapter():  # type: ignore[operator]
+            return self.family.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond, cfg)
+
+    # --- gradients -----------------------------------------------------------------------
+    def synchronize_gradients(self) -> None:
+        """Average gradients over ranks in one coalesced all-reduce (after the last backward)."""
+        if self.dist.world_size == 1:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        flat = self.dist.all_reduce_mean(flat)
+        offset = 0
+        for param, grad in zip(self.parameters, grads, strict=True):
+            count = grad.numel()
+            param.grad = flat[offset : offset + count].view_as(param).clone()
+            offset += count
+
+    def optimizer_step(self) -> float:
+        """Clip the (synchronised) gradient norm, step AdamW, zero the gradients."""
+        norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(norm)

@@ -1,0 +1,76 @@
+"""What the trainer needs from a model family: prompt encoding, the velocity call, decoding.
+
+A family owns the frozen parts (VAE, text encoder) and knows how to call its transformer; the
+transformer itself (possibly LoRA-wrapped, possibly inside DDP) is passed in by the caller, so
+rollout, training and the KL reference all go through the same ``velocity`` code.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Conditioning:
+    """Per-sample text conditioning; ``index`` selects rows, ``cat`` stacks for CFG."""
+
+    hidden: torch.Tensor
+    pooled: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
+
+    def index(self, rows: torch.Tensor | list[int]) -> Conditioning:
+        return Conditioning(
+            self.hidden[rows],
+            None if self.pooled is None else self.pooled[rows],
+            None if self.mask is None else self.mask[rows],
+        )
+
+    def repeat_to(self, batch: int) -> Conditioning:
+        return self.index([0] * batch)
+
+    @staticmethod
+    def cat(parts: list[Conditioning]) -> Conditioning:
+        pooled = None if parts[0].pooled is None else torch.cat([p.pooled for p in parts])  # type: ignore[misc]
+        mask = None if parts[0].mask is None else torch.cat([p.mask for p in parts])  # type: ignore[misc]
+        return Conditioning(torch.cat([p.hidden for p in parts]), pooled, mask)
+
+
+class ModelFamily(ABC):
+    """One diffusers architecture: frozen encoders/decoder plus the transformer call."""
+
+    transformer: nn.Module
+    latent_shape: tuple[int, ...]
+    lora_targets: tuple[str, ...]
+
+    @abstractmethod
+    def encode_prompts(self, prompts: list[str]) -> Conditioning: ...
+
+    @abstractmethod
+    def forward(self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
+        """One transformer evaluation: velocity for latents x at noise level σ (shape [B])."""
+
+    @abstractmethod
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        """Latents → images in [0, 1], NCHW (video: the frames stacked on the batch axis)."""
+
+    def velocity(
+        self,
+        module: nn.Module,
+        x: torch.Tensor,
+        sigma: torch.Tensor,
+        cond: Conditioning,
+        uncond: Conditioning | None,
+        cfg_scale: float,
+    ) -> torch.Tensor:
+        """The policy's velocity: CFG-combined when cfg_scale > 1, one batched [uncond, cond] pass."""
+        dtype = next(module.parameters()).dtype
+        x_in = x.to(dtype)
+        if cfg_scale <= 1.0 or uncond is None:
+            return self.forward(module, x_in, sigma, cond)
+        both = self.forward(module, torch.cat([x_in, x_in]), torch.cat([sigma, sigma]), Conditioning.cat([uncond, cond]))
+        v_uncond, v_cond = both.chunk(2)
+        return v_uncond + cfg_scale * (v_cond - v_uncond)

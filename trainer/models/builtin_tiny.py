@@ -1,0 +1,135 @@
+"""The built-in tiny SD3-family model, built once from explicit configs and cached on disk.
+
+Nothing is downloaded: the transformer, VAE, text encoder and a word-level tokenizer are
+created from the configs below with a fixed seed, written with ``save_pretrained``, and every
+job then loads them through the same ``from_pretrained`` path a real checkpoint takes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+import torch
+
+from trainer.prompts import COLORS, OBJECTS
+
+BUILD_SEED = 1234
+LATENT_CHANNELS = 4
+LATENT_SIZE = 8
+TEXT_HIDDEN = 32
+TEXT_PROJECTION = 32
+MAX_TOKENS = 16
+
+TRANSFORMER_CONFIG = {
+    "sample_size": LATENT_SIZE,
+    "patch_size": 2,
+    "in_channels": LATENT_CHANNELS,
+    "out_channels": LATENT_CHANNELS,
+    "num_layers": 2,
+    "attention_head_dim": 16,
+    "num_attention_heads": 2,
+    "joint_attention_dim": TEXT_HIDDEN,
+    "caption_projection_dim": 32,
+    "pooled_projection_dim": TEXT_PROJECTION,
+    "pos_embed_max_size": LATENT_SIZE,
+}
+
+VAE_CONFIG = {
+    "in_channels": 3,
+    "out_channels": 3,
+    "down_block_types": ("DownEncoderBlock2D",) * 3,
+    "up_block_types": ("UpDecoderBlock2D",) * 3,
+    "block_out_channels": (8, 16, 16),
+    "layers_per_block": 1,
+    "latent_channels": LATENT_CHANNELS,
+    "norm_num_groups": 4,
+    "sample_size": LATENT_SIZE * 4,
+    "scaling_factor": 1.0,
+    "shift_factor": 0.0,
+}
+
+SPECIAL_TOKENS = ["<pad>", "<unk>", "<bos>", "<eos>"]
+
+
+def text_encoder_config() -> dict:
+    return {
+        "vocab_size": len(vocabulary()),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 64,
+        "projection_dim": TEXT_PROJECTION,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": MAX_TOKENS,
+        "pad_token_id": 0,
+        "bos_token_id": 2,
+        "eos_token_id": 3,
+    }
+
+
+def vocabulary() -> list[str]:
+    """Special tokens, the words of the built-in prompt set, and a few common English words."""
+    common = ["a", "an", "the", "of", "in", "on", "with", "and", "photo", "picture", "ocean", "sky", "tree"]
+    words = sorted(set(COLORS) | set(OBJECTS) | set(common))
+    return SPECIAL_TOKENS + words
+
+
+def default_cache_dir() -> Path:
+    home = os.environ.get("SFUMATO_HOME")
+    base = Path(home) if home else Path.home() / ".cache" / "sfumato"
+    return base / "builtin-tiny-sd3"
+
+
+def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> Path:
+    """Return the directory of the tiny model, building it first if missing.
+
+    A file lock serialises concurrent ranks; the model is written to a temporary folder and
+    renamed, so a reader never sees a half-written model.
+    """
+    target = cache_dir or default_cache_dir()
+    if (target / "model_index.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "model_index.json").exists():
+            staging = target.parent / f".{target.name}.building-{os.getpid()}"
+            shutil.rmtree(staging, ignore_errors=True)
+            build_tiny(staging)
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+    return target
+
+
+def build_tiny(directory: Path) -> None:
+    """Create every component from its config with a fixed seed and save it."""
+    import json
+
+    from diffusers import AutoencoderKL, SD3Transformer2DModel
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, PreTrainedTokenizerFast
+
+    torch.manual_seed(BUILD_SEED)
+    SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    AutoencoderKL(**VAE_CONFIG).save_pretrained(directory / "vae")
+    CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config())).save_pretrained(directory / "text_encoder")
+
+    vocab = {word: index for index, word in enumerate(vocabulary())}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<bos> $A <eos>", special_tokens=[("<bos>", vocab["<bos>"]), ("<eos>", vocab["<eos>"])]
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        model_max_length=MAX_TOKENS,
+    ).save_pretrained(directory / "tokenizer")
+    index = {"_class_name": "SfumatoTinySD3", "family": "sd3", "seed": BUILD_SEED}
+    (directory / "model_index.json").write_text(json.dumps(index, indent=2))

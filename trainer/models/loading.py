@@ -1,0 +1,61 @@
+"""Resolve a spec's model path, load its family, and make the right weights trainable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from trainer.models.base import ModelFamily
+from trainer.models.builtin_tiny import ensure_builtin_tiny
+from trainer.spec import BUILTIN_MODEL_PATH, ModelSpec
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def model_directory(spec: ModelSpec) -> Path:
+    if spec.path == BUILTIN_MODEL_PATH:
+        return ensure_builtin_tiny(family=spec.family)
+    local = Path(spec.path).expanduser()
+    if local.exists():
+        return local
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(spec.path))
+
+
+def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
+    directory = model_directory(spec)
+    dtype = DTYPES[spec.dtype]
+    if spec.family == "sd3":
+        from trainer.models.sd3 import SD3Family
+
+        family: ModelFamily = SD3Family(directory, device, dtype)
+    else:
+        raise ValueError(f"model.family: {spec.family!r} has no loader yet")
+    prepare_finetune(family, spec)
+    return family
+
+
+def prepare_finetune(family: ModelFamily, spec: ModelSpec) -> None:
+    """LoRA: wrap the transformer with a PEFT adapter (B = 0, so it starts as the base model).
+    Full: every transformer weight trains. The frozen encoders never train."""
+    transformer = family.transformer
+    if spec.gradient_checkpointing and hasattr(transformer, "enable_gradient_checkpointing"):
+        transformer.enable_gradient_checkpointing()
+    if spec.finetune == "full":
+        transformer.requires_grad_(True)
+        return
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=spec.lora_rank,
+        lora_alpha=spec.lora_alpha,
+        target_modules=list(spec.lora_targets or family.lora_targets),
+        lora_dropout=0.0,
+        init_lora_weights=True,
+    )
+    family.transformer = get_peft_model(transformer, config)
+    for param in family.transformer.parameters():
+        if param.requires_grad:
+            param.data = param.data.float()

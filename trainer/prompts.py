@@ -1,0 +1,41 @@
+"""Prompt sources: the built-in colour × object set, or a text file with one prompt per line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+COLORS: dict[str, tuple[float, float, float]] = {
+    "red": (0.9, 0.1, 0.1),
+    "green": (0.1, 0.7, 0.1),
+    "blue": (0.1, 0.2, 0.9),
+    "yellow": (0.95, 0.9, 0.1),
+    "orange": (1.0, 0.55, 0.0),
+    "purple": (0.5, 0.1, 0.6),
+    "pink": (1.0, 0.6, 0.75),
+    "white": (1.0, 1.0, 1.0),
+    "black": (0.0, 0.0, 0.0),
+    "brown": (0.45, 0.25, 0.1),
+}
+OBJECTS = ("apple", "car", "ball", "house", "flower", "bird", "cup", "chair")
+
+
+def builtin_colors() -> list[str]:
+    return [f"a {color} {obj}" for color in COLORS for obj in OBJECTS]
+
+
+def load_prompts(source: str) -> list[str]:
+    if source == "builtin:colors":
+        return builtin_colors()
+    lines = [line.strip() for line in Path(source).expanduser().read_text().splitlines()]
+    prompts = [line for line in lines if line]
+    if not prompts:
+        raise ValueError(f"prompts.source: {source!r} holds no prompts")
+    return prompts
+
+
+def named_color(prompt: str) -> str | None:
+    """The first built-in colour word in the prompt, if any."""
+    for word in prompt.lower().replace(",", " ").split():
+        if word in COLORS:
+            return word
+    return None

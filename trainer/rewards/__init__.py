@@ -1,0 +1,1 @@
+"""Rewards: one file each, all reachable through ``trainer.rewards.registry``."""

@@ -1,0 +1,169 @@
+"""The training loop, top to bottom: set up, then for each step roll out, score, train, report.
+
+Started by ``python -m trainer run`` (under ``torchrun`` for several ranks). Only rank 0 talks
+to the platform; every rank computes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import resource
+import time
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from trainer.algorithms.registry import make_algorithm
+from trainer.checkpoint import export_model, latest_checkpoint, load_checkpoint, save_checkpoint
+from trainer.distributed import Distributed, init_distributed
+from trainer.executors.base import StepResult
+from trainer.executors.registry import make_executor
+from trainer.job import TrainingJob
+from trainer.layout import layout_error, step_batch
+from trainer.models.loading import load_family
+from trainer.prompts import load_prompts
+from trainer.reporting.reporter import Reporter
+from trainer.rewards.registry import WeightedReward
+from trainer.rollout import sample_ode
+from trainer.sampling.schedule import shifted_sigmas
+from trainer.spec import JobSpec, SpecError, parse_spec
+
+MEAN_ACROSS_RANKS = ("loss", "kl", "approx_kl", "clip_frac", "ratio/mean")
+
+
+def load_spec(path: Path) -> JobSpec:
+    return parse_spec(json.loads(path.read_text()), base_dir=str(path.parent))
+
+
+def quiet_libraries() -> None:
+    """Progress bars of weight loading would drown the one-line-per-step job log."""
+    import diffusers
+    import transformers
+
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
+    spec = load_spec(spec_path)
+    quiet_libraries()
+    dist = init_distributed(spec.resources.device_type)
+    problem = layout_error(spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.world_size, "sharded")
+    if problem:
+        raise SpecError("algorithm.prompts_per_step", problem)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    reporter = Reporter.from_environment(output_dir) if dist.is_main else None
+    torch.manual_seed(spec.seed)
+
+    family = load_family(spec.model, dist.device)
+    sigmas = shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
+    algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
+    reward = WeightedReward(spec.reward, dist.device)
+    job = TrainingJob(spec, dist, family, algorithm, reward)
+    executor = make_executor(spec.executor.name, job)
+    pool = load_prompts(spec.prompts.source)
+    total = spec.algorithm.total_steps
+
+    first_step = 1
+    checkpoint = latest_checkpoint(output_dir) if resume else None
+    if checkpoint is not None:
+        first_step = load_checkpoint(checkpoint, job.policy, job.optimizer) + 1
+        if reporter:
+            reporter.print(f"resumed from {checkpoint} at step {first_step}")
+    if reporter:
+        reporter.print(
+            f"job {spec.name}: {spec.algorithm.name} / {spec.executor.name}, {dist.world_size} rank(s), "
+            f"{sum(p.numel() for p in job.parameters)} trainable parameters, steps {first_step}..{total}"
+        )
+
+    for step in range(first_step, total + 1):
+        started = time.perf_counter()
+        batch = step_batch(
+            pool, step, spec.seed, spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.rank, dist.world_size
+        )
+        result = executor.train_step(batch)
+        metrics = step_metrics(result, job, dist, time.perf_counter() - started)
+        if reporter:
+            reporter.metrics(step, metrics)
+            reporter.progress(step, total, metrics["reward/mean"], metrics["throughput/samples_per_s"])
+            reporter.print(
+                f"step {step}/{total} reward {metrics['reward/mean']:.4f} ± {metrics['reward/std']:.4f} "
+                f"loss {metrics['loss']:+.3e} kl {metrics['kl']:.2e} clip {metrics['clip_frac']:.2f} "
+                f"grad {metrics['grad_norm']:.2e} time {metrics['time/step']:.2f}s"
+            )
+        if dist.is_main and spec.samples.count > 0 and (step % spec.samples.every == 0 or step == total):
+            evaluate(job, step, output_dir, reporter)
+        if spec.checkpoint.every and step % spec.checkpoint.every == 0 and step < total:
+            if dist.is_main:
+                path = save_checkpoint(output_dir, step, job.policy, job.optimizer)
+                if reporter:
+                    reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
+            dist.barrier()
+
+    if dist.is_main:
+        if spec.checkpoint.every and total % spec.checkpoint.every == 0:
+            path = save_checkpoint(output_dir, total, job.policy, job.optimizer)
+            if reporter:
+                reporter.artifact("checkpoint", path.name, total, str(path.relative_to(output_dir)))
+        export_model(job.policy, output_dir / "model")
+        if reporter:
+            reporter.artifact("model", "model", total, "model")
+            reporter.close()
+    dist.barrier()
+    dist.close()
+
+
+def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, seconds: float) -> dict[str, float]:
+    metrics = dict(result.metrics)
+    rewards = result.gathered_rewards
+    metrics["reward/mean"] = float(rewards.mean())
+    metrics["reward/std"] = float(rewards.std(unbiased=False))
+    metrics["reward/group_std_mean"] = result.advantages.group_std_mean
+    for name, values in result.scores.parts.items():
+        metrics[f"reward/{name}"] = float(dist.all_gather(values.double()).mean())
+    names = [k for k in MEAN_ACROSS_RANKS if k in metrics]
+    averaged = dist.all_reduce_mean(torch.tensor([metrics[k] for k in names], dtype=torch.float64))
+    metrics.update(zip(names, averaged.tolist(), strict=True))
+    if "ratio/max_abs_dev" in metrics:
+        metrics["ratio/max_abs_dev"] = float(dist.all_reduce_max(torch.tensor(metrics["ratio/max_abs_dev"])))
+    metrics["train/zero_std_frac"] = result.advantages.zero_std_frac
+    metrics["lr"] = job.optimizer.param_groups[0]["lr"]
+    metrics["time/step"] = seconds
+    metrics["throughput/samples_per_s"] = len(rewards) / seconds
+    metrics["memory/peak_bytes"] = float(peak_memory_bytes(dist.device))
+    return metrics
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter | None) -> None:
+    """ODE samples of the fixed eval prompts with fixed seeds, scored and saved as PNG."""
+    spec = job.spec
+    prompts = [p for p in spec.prompts.eval for _ in range(spec.samples.count)]
+    seeds = [s for _ in spec.prompts.eval for s in range(spec.samples.count)]
+    cond = job.conditioning(prompts)
+    uncond = job.unconditional(len(prompts))
+    images = sample_ode(job.family, job.policy, job.algorithm.sigmas, cond, uncond, spec.algorithm.cfg_scale, seeds)
+    totals, _ = job.reward(images, prompts)
+    folder = output_dir / "samples" / f"step-{step}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, (prompt, seed) in enumerate(zip(prompts, seeds, strict=True)):
+        png = to_png(images[index])
+        (folder / f"{index:03d}-seed{seed}.png").write_bytes(png)
+        if reporter:
+            reporter.sample(step, "eval", prompt, seed, float(totals[index]), png)
+    if reporter:
+        reporter.print(f"eval step {step}: reward {float(totals.mean()):.4f} over {len(prompts)} samples")
+
+
+def to_png(image: torch.Tensor) -> bytes:
+    array = (image.detach().float().clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format="PNG")
+    return buffer.getvalue()
