@@ -1,0 +1,95 @@
+"""Worker hosts in the database: registration with a device inventory, heartbeats, lost hosts.
+
+The worker's host agent detects the devices (it may import torch); this module only stores
+what it reports, so the server never needs torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.models import Device, Host, utcnow
+
+# States an admin sets; a re-registering worker keeps them instead of going back online.
+ADMIN_STATES = ("draining", "disabled")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    device_type: str
+    model: str
+    memory_bytes: int | None = None
+
+
+def host_queue(name: str) -> str:
+    """The Celery queue a host's worker consumes: one per host."""
+    return f"host.{name}"
+
+
+def register_host(session: Session, name: str, devices: list[DeviceInfo], address: str | None = None) -> Host:
+    """Create or refresh a host and its devices; devices no longer reported are disabled."""
+    now = utcnow()
+    host = session.scalar(select(Host).where(Host.name == name))
+    if host is None:
+        host = Host(name=name, queue=host_queue(name), address=address, status="online", registered_at=now)
+        session.add(host)
+        session.flush()
+    host.queue = host_queue(name)
+    host.address = address
+    host.last_heartbeat_at = now
+    host.registered_at = now
+    if host.status not in ADMIN_STATES:
+        host.status = "online"
+
+    existing = {d.index: d for d in session.scalars(select(Device).where(Device.host_id == host.id))}
+    reported = {d.index for d in devices}
+    for info in devices:
+        device = existing.get(info.index)
+        if device is None:
+            session.add(
+                Device(
+                    host_id=host.id,
+                    index=info.index,
+                    device_type=info.device_type,
+                    model=info.model,
+                    memory_bytes=info.memory_bytes,
+                )
+            )
+            continue
+        if (device.device_type, device.model) != (info.device_type, info.model):
+            device.enabled = True  # different hardware in that slot: the old admin choice no longer applies
+        device.device_type = info.device_type
+        device.model = info.model
+        device.memory_bytes = info.memory_bytes
+    for index, device in existing.items():
+        if index not in reported:
+            device.enabled = False
+    session.flush()
+    return host
+
+
+def heartbeat(session: Session, name: str) -> bool:
+    """Record that a host is alive; a lost host comes back online. False when it is not registered."""
+    host = session.scalar(select(Host).where(Host.name == name))
+    if host is None:
+        return False
+    host.last_heartbeat_at = utcnow()
+    if host.status == "lost":
+        host.status = "online"
+    return True
+
+
+def mark_lost_hosts(session: Session, lost_after_seconds: float, now: datetime | None = None) -> list[Host]:
+    """Hosts whose last heartbeat is older than the timeout become `lost`; returns them."""
+    cutoff = (now or utcnow()) - timedelta(seconds=lost_after_seconds)
+    hosts = list(
+        session.scalars(select(Host).where(Host.status != "lost", Host.last_heartbeat_at < cutoff))
+    )
+    for host in hosts:
+        host.status = "lost"
+    return hosts

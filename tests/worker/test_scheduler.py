@@ -1,0 +1,229 @@
+"""Scheduling on SQLite and PostgreSQL: order, atomic allocation, wait reasons, lost hosts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.models import Allocation, Device, Host, Job, JobEvent
+from server.services.job_status import set_status
+from server.services.scheduler import NodeTask, PassReport, schedule_once
+
+AddHost = Callable[..., Host]
+AddJob = Callable[..., Job]
+
+LOST_AFTER = 30.0
+
+
+def run_pass(factory: sessionmaker[Session], sent: list[NodeTask] | None = None) -> PassReport:
+    return schedule_once(factory, (sent if sent is not None else []).append, LOST_AFTER)
+
+
+def finish(factory: sessionmaker[Session], job_id: int, status: str = "succeeded") -> None:
+    with factory.begin() as session:
+        set_status(session, session.get(Job, job_id), status)
+
+
+def job(factory: sessionmaker[Session], job_id: int) -> Job:
+    with factory() as session:
+        return session.get(Job, job_id)
+
+
+def live_allocations(factory: sessionmaker[Session]) -> list[Allocation]:
+    with factory() as session:
+        return list(session.scalars(select(Allocation).where(Allocation.released_at.is_(None))))
+
+
+def test_higher_priority_runs_first_then_first_come_first_served(factory, add_host: AddHost, add_job: AddJob):
+    add_host("solo", devices=1)
+    low = add_job(priority=0)
+    high_first = add_job(priority=5)
+    high_second = add_job(priority=5)
+
+    order = []
+    for _ in range(3):
+        sent: list[NodeTask] = []
+        run_pass(factory, sent)
+        assert len(sent) == 1
+        order.append(sent[0].job_id)
+        finish(factory, sent[0].job_id)
+
+    assert order == [high_first.id, high_second.id, low.id]
+
+
+def test_placement_marks_the_job_scheduled_counts_the_attempt_and_sends_to_the_host_queue(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("alpha", devices=2)
+    queued = add_job(devices=2)
+    sent: list[NodeTask] = []
+
+    run_pass(factory, sent)
+
+    assert sent == [NodeTask(queued.id, 1, 0, "alpha", "host.alpha")]
+    placed = job(factory, queued.id)
+    assert (placed.status, placed.attempt, placed.wait_reason) == ("scheduled", 1, None)
+    assert sorted(a.device_id for a in live_allocations(factory)) == sorted(
+        d.id for d in _devices(factory, "alpha")
+    )
+    with factory() as session:
+        events = session.scalars(select(JobEvent.status).where(JobEvent.job_id == queued.id)).all()
+    assert events == ["scheduled"]
+
+
+def _devices(factory: sessionmaker[Session], host: str) -> list[Device]:
+    with factory() as session:
+        return [d for d in session.scalars(select(Device)) if d.host.name == host]
+
+
+def test_a_job_that_does_not_fit_waits_with_the_reason(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=2)
+    first = add_job(devices=1)
+    run_pass(factory)
+    two = add_job(devices=2)
+    three = add_job(devices=3)
+
+    report = run_pass(factory)
+
+    assert report.placed == []
+    assert job(factory, two.id).wait_reason == "needs 2 cpu devices; largest free host has 1"
+    assert job(factory, three.id).wait_reason == "needs 3 cpu devices; the largest online host has 2"
+    assert job(factory, two.id).status == "queued"
+
+    finish(factory, first.id)
+    sent: list[NodeTask] = []
+    run_pass(factory, sent)
+    assert [t.job_id for t in sent] == [two.id]
+    assert job(factory, two.id).wait_reason is None
+
+
+def test_gpu_model_constraint_places_only_on_matching_devices(factory, add_host: AddHost, add_job: AddJob):
+    add_host("h100-box", devices=2, device_type="cuda", model="NVIDIA H100 80GB HBM3")
+    add_host("a100-box", devices=2, device_type="cuda", model="NVIDIA A100-SXM4-40GB")
+    wants_a100 = add_job(devices=2, device_type="cuda", gpu_model="a100")
+    wants_h200 = add_job(devices=1, device_type="cuda", gpu_model="H200")
+    sent: list[NodeTask] = []
+
+    run_pass(factory, sent)
+
+    assert [(t.job_id, t.host) for t in sent] == [(wants_a100.id, "a100-box")]
+    assert job(factory, wants_h200.id).wait_reason == (
+        "needs 1 cuda device of model 'H200'; the largest online host has 0"
+    )
+
+
+def test_cpu_jobs_never_take_cuda_devices(factory, add_host: AddHost, add_job: AddJob):
+    add_host("gpu-box", devices=4, device_type="cuda", model="NVIDIA H100")
+    cpu_job = add_job(devices=1, device_type="cpu")
+
+    assert run_pass(factory).placed == []
+    assert job(factory, cpu_job.id).wait_reason == "needs 1 cpu device; the largest online host has 0"
+
+
+def test_multi_node_job_gets_one_task_per_host_with_node_ranks(factory, add_host: AddHost, add_job: AddJob):
+    add_host("node-a", devices=1)
+    add_host("node-b", devices=1)
+    spanning = add_job(devices=1, nodes=2)
+    sent: list[NodeTask] = []
+
+    run_pass(factory, sent)
+
+    assert sorted(t.node_rank for t in sent) == [0, 1]
+    assert {t.host for t in sent} == {"node-a", "node-b"}
+    assert {t.job_id for t in sent} == {spanning.id}
+
+
+def test_concurrent_schedulers_never_put_a_device_in_two_live_allocations(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("alpha", devices=3)
+    add_host("beta", devices=2)
+    jobs = [add_job(devices=1 + i % 2, priority=i % 3) for i in range(12)]
+    sent: list[NodeTask] = []
+    errors: list[BaseException] = []
+
+    def scheduler() -> None:
+        try:
+            for _ in range(5):
+                run_pass(factory, sent)
+        except BaseException as exc:  # surfaced in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=scheduler) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    live = live_allocations(factory)
+    assert len({a.device_id for a in live}) == len(live)
+    assert len(live) <= 5
+    placed = [t.job_id for t in sent]
+    assert len(placed) == len(set(placed)), "a job was sent twice"
+    with factory() as session:
+        scheduled = session.scalar(select(func.count()).select_from(Job).where(Job.status == "scheduled"))
+        assert scheduled == len(placed) and scheduled >= 2
+        assert all(session.get(Job, j.id).attempt <= 1 for j in jobs)
+
+
+def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("flaky", devices=2)
+    retried = add_job(devices=1)
+    exhausted = add_job(devices=1, max_attempts=1)
+    run_pass(factory)
+    with factory.begin() as session:
+        set_status(session, session.get(Job, retried.id), "running")
+        host = session.scalar(select(Host).where(Host.name == "flaky"))
+        host.last_heartbeat_at = host.last_heartbeat_at.replace(year=2000)
+
+    report = run_pass(factory)
+
+    assert report.lost_hosts == ["flaky"]
+    assert job(factory, retried.id).status == "queued"
+    assert job(factory, exhausted.id).status == "failed"
+    assert "host flaky lost" in job(factory, exhausted.id).error
+    assert live_allocations(factory) == []
+    assert report.placed == []  # nowhere to go while the only host is lost
+
+
+def test_allocations_of_finished_jobs_are_released(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=1)
+    done = add_job()
+    run_pass(factory)
+    finish(factory, done.id, "failed")
+
+    run_pass(factory)
+
+    assert live_allocations(factory) == []
+
+
+def test_a_job_the_broker_did_not_take_goes_back_to_the_queue(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=1)
+    queued = add_job()
+
+    def broker_down(task: NodeTask) -> None:
+        raise ConnectionError("broker down")
+
+    report = schedule_once(factory, broker_down, LOST_AFTER)
+
+    assert report.placed == []
+    back = job(factory, queued.id)
+    assert back.status == "queued"
+    assert "could not reach the broker for host.alpha" in back.wait_reason
+    assert live_allocations(factory) == []
+
+
+def test_a_queued_job_with_a_cancel_request_is_cancelled_not_placed(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=1)
+    cancelled = add_job(cancel_requested=True)
+
+    report = run_pass(factory)
+
+    assert report.placed == []
+    assert job(factory, cancelled.id).status == "cancelled"
