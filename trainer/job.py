@@ -139,7 +139,7 @@ class TrainingJob:
             kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
-        return StepTerms(loss, float(kl), terms.ratio, terms.clipped, approx_kl)
+        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
 
     def reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
         """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""

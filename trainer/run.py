@@ -30,6 +30,7 @@ from trainer.rollout import sample_ode
 from trainer.sampling.schedule import shifted_sigmas
 from trainer.spec import JobSpec, SpecError, parse_spec
 
+METRICS_FILE = "metrics.jsonl"  # every step's metrics, also without a server (resume tests, bench)
 MEAN_ACROSS_RANKS = ("loss", "kl", "approx_kl", "clip_frac", "ratio/mean")
 
 
@@ -80,11 +81,13 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
 
     for step in range(first_step, total + 1):
         started = time.perf_counter()
-        batch = step_batch(
-            pool, step, spec.seed, spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.rank, dist.world_size
-        )
+        algo = spec.algorithm
+        batch = step_batch(pool, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size)
         result = executor.train_step(batch)
         metrics = step_metrics(result, job, dist, time.perf_counter() - started)
+        if dist.is_main:
+            with open(output_dir / METRICS_FILE, "a") as log:
+                log.write(json.dumps({"step": step, **metrics}) + "\n")
         if reporter:
             reporter.metrics(step, metrics)
             reporter.progress(step, total, metrics["reward/mean"], metrics["throughput/samples_per_s"])

@@ -77,10 +77,9 @@ def _check_local_path(value: str, field: str, info: ValidationInfo) -> str:
         base = (info.context or {}).get("base_dir")
         path = Path(base) / path if base else path.resolve()
     resolved = path.resolve()
-    if roots:
-        if not any(resolved.is_relative_to(Path(r).resolve()) for r in roots):
-            allowed = ", ".join(str(r) for r in roots)
-            raise ValueError(f"{field} {value!r} is outside the allowed roots ({allowed})")
+    if roots and not any(resolved.is_relative_to(Path(r).resolve()) for r in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise ValueError(f"{field} {value!r} is outside the allowed roots ({allowed})")
     if not resolved.exists():
         raise ValueError(f"{field} {value!r} does not exist")
     return value
@@ -148,12 +147,15 @@ class AlgorithmSpec(_Section):
     inner_epochs: int = Field(1, ge=1, le=16)
     window_size: int | None = Field(None, ge=1, description="flow_grpo_fast: SDE window length")
     window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
-    candidate_steps: int | None = Field(None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from")
+    candidate_steps: int | None = Field(
+        None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AlgorithmSpec:
         if self.name in UNAVAILABLE_ALGORITHMS:
-            raise SpecError("name", f"{self.name!r} is not available yet; available: {_available(ALGORITHMS, UNAVAILABLE_ALGORITHMS)}")
+            available = _available(ALGORITHMS, UNAVAILABLE_ALGORITHMS)
+            raise SpecError("name", f"{self.name!r} is not available yet; available: {available}")
         for option in set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]:
             if getattr(self, option) is not None:
                 raise SpecError(option, f"does not apply to algorithm {self.name!r}")
@@ -186,7 +188,8 @@ class ExecutorSpec(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> ExecutorSpec:
         if self.name in UNAVAILABLE_EXECUTORS:
-            raise SpecError("name", f"{self.name!r} is not available yet; available: {_available(EXECUTORS, UNAVAILABLE_EXECUTORS)}")
+            available = _available(EXECUTORS, UNAVAILABLE_EXECUTORS)
+            raise SpecError("name", f"{self.name!r} is not available yet; available: {available}")
         for option in set().union(*EXECUTOR_OPTIONS.values()) - EXECUTOR_OPTIONS[self.name]:
             if getattr(self, option) is not None:
                 raise SpecError(option, f"does not apply to executor {self.name!r}")

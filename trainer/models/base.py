@@ -71,6 +71,7 @@ class ModelFamily(ABC):
         x_in = x.to(dtype)
         if cfg_scale <= 1.0 or uncond is None:
             return self.forward(module, x_in, sigma, cond)
-        both = self.forward(module, torch.cat([x_in, x_in]), torch.cat([sigma, sigma]), Conditioning.cat([uncond, cond]))
+        pair = Conditioning.cat([uncond, cond])
+        both = self.forward(module, torch.cat([x_in, x_in]), torch.cat([sigma, sigma]), pair)
         v_uncond, v_cond = both.chunk(2)
         return v_uncond + cfg_scale * (v_cond - v_uncond)

@@ -22,11 +22,11 @@ class SD3Family(ModelFamily):
         from transformers import AutoTokenizer, CLIPTextModelWithProjection
 
         self.device = device
-        self.transformer = SD3Transformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype).to(device)
+        transformer = SD3Transformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
+        self.transformer = transformer.to(device)
         self.vae = AutoencoderKL.from_pretrained(directory / "vae").to(device).eval().requires_grad_(False)
-        self.text_encoder = (
-            CLIPTextModelWithProjection.from_pretrained(directory / "text_encoder").to(device).eval().requires_grad_(False)
-        )
+        text_encoder = CLIPTextModelWithProjection.from_pretrained(directory / "text_encoder")
+        self.text_encoder = text_encoder.to(device).eval().requires_grad_(False)
         self.tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
         size = self.transformer.config.sample_size
         self.latent_shape = (self.transformer.config.in_channels, size, size)
@@ -34,7 +34,11 @@ class SD3Family(ModelFamily):
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
         tokens = self.tokenizer(
-            prompts, padding="max_length", max_length=self.tokenizer.model_max_length, truncation=True, return_tensors="pt"
+            prompts,
+            padding="max_length",
+            max_length=self.tokenizer.model_max_length,
+            truncation=True,
+            return_tensors="pt",
         ).to(self.device)
         out = self.text_encoder(input_ids=tokens.input_ids)
         return Conditioning(out.last_hidden_state, out.text_embeds)

@@ -11,6 +11,7 @@ should see is printed to stdout, which the worker keeps as the job log.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -98,10 +99,8 @@ class Reporter:
         """Send what is queued (bounded wait); anything unsent stays in the spool."""
         if self._thread is None:
             return
-        try:
+        with contextlib.suppress(queue.Full):
             self._queue.put(None, timeout=1.0)
-        except queue.Full:
-            pass
         self._thread.join(timeout_s)
         self._client.close()
 

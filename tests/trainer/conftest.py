@@ -1,0 +1,48 @@
+"""Trainer fixtures: one tiny built-in model per session, in a temporary SFUMATO_HOME."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def sfumato_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("sfumato-home")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SFUMATO_HOME", str(home))
+    yield home
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(sfumato_home: Path) -> Path:
+    from trainer.models.builtin_tiny import ensure_builtin_tiny
+
+    return ensure_builtin_tiny()
+
+
+def tiny_spec(**overrides: Any) -> dict[str, Any]:
+    """examples/tiny-native.json with sections overridden (shallow merge per section)."""
+    spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(spec.get(key), dict):
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+def write_spec(path: Path, spec: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def read_metrics(output_dir: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines()]
