@@ -66,9 +66,7 @@ def test_placement_marks_the_job_scheduled_counts_the_attempt_and_sends_to_the_h
     assert sent == [NodeTask(queued.id, 1, 0, "alpha", "host.alpha")]
     placed = job(factory, queued.id)
     assert (placed.status, placed.attempt, placed.wait_reason) == ("scheduled", 1, None)
-    assert sorted(a.device_id for a in live_allocations(factory)) == sorted(
-        d.id for d in _devices(factory, "alpha")
-    )
+    assert sorted(a.device_id for a in live_allocations(factory)) == sorted(d.id for d in _devices(factory, "alpha"))
     with factory() as session:
         events = session.scalars(select(JobEvent.status).where(JobEvent.job_id == queued.id)).all()
     assert events == ["scheduled"]
@@ -136,9 +134,7 @@ def test_multi_node_job_gets_one_task_per_host_with_node_ranks(factory, add_host
     assert {t.job_id for t in sent} == {spanning.id}
 
 
-def test_concurrent_schedulers_never_put_a_device_in_two_live_allocations(
-    factory, add_host: AddHost, add_job: AddJob
-):
+def test_concurrent_schedulers_never_put_a_device_in_two_live_allocations(factory, add_host: AddHost, add_job: AddJob):
     add_host("alpha", devices=3)
     add_host("beta", devices=2)
     jobs = [add_job(devices=1 + i % 2, priority=i % 3) for i in range(12)]
@@ -170,9 +166,7 @@ def test_concurrent_schedulers_never_put_a_device_in_two_live_allocations(
         assert all(session.get(Job, j.id).attempt <= 1 for j in jobs)
 
 
-def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(
-    factory, add_host: AddHost, add_job: AddJob
-):
+def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(factory, add_host: AddHost, add_job: AddJob):
     add_host("flaky", devices=2)
     retried = add_job(devices=1)
     exhausted = add_job(devices=1, max_attempts=1)

@@ -1,0 +1,161 @@
+"""Claiming and finishing a job attempt on a worker, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.models import Allocation, Host, Job, LogLine
+from server.services import job_runs
+from server.services.job_status import set_status
+from server.services.scheduler import NodeTask, schedule_once
+from server.services.tokens import hash_token
+
+AddHost = Callable[..., Host]
+AddJob = Callable[..., Job]
+
+
+def scheduled(factory: sessionmaker[Session], add_host: AddHost, add_job: AddJob, **job_fields: object) -> NodeTask:
+    add_host("alpha", devices=2)
+    add_job(**job_fields)
+    sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+    return sent[0]
+
+
+def start(factory: sessionmaker[Session], task: NodeTask, root: Path, host: str = "alpha") -> job_runs.RunPlan | None:
+    with factory.begin() as session:
+        return job_runs.start_run(session, task.job_id, task.attempt, task.node_rank, host, root)
+
+
+def finish(factory: sessionmaker[Session], task: NodeTask, code: int, stopped_for: str | None = None) -> str | None:
+    with factory.begin() as session:
+        return job_runs.finish_run(
+            session, task.job_id, task.attempt, task.node_rank, "alpha", code, stopped_for, ["line 1", "Boom"]
+        )
+
+
+def job(factory: sessionmaker[Session], job_id: int) -> Job:
+    with factory() as session:
+        return session.get(Job, job_id)
+
+
+def live(factory: sessionmaker[Session], job_id: int) -> int:
+    with factory() as session:
+        return len(
+            session.scalars(
+                select(Allocation).where(Allocation.job_id == job_id, Allocation.released_at.is_(None))
+            ).all()
+        )
+
+
+def test_start_writes_the_spec_and_mints_a_token_stored_only_as_its_hash(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job, devices=2)
+
+    plan = start(factory, task, tmp_path)
+
+    assert plan is not None
+    assert plan.run_dir == tmp_path / "jobs" / str(task.job_id)
+    assert json.loads(plan.spec_path.read_text())["resources"]["devices"] == 2
+    assert plan.device_indices == [0, 1] and plan.host_devices == 2
+    assert plan.token is not None and plan.token.startswith("sfj_")
+    assert job(factory, task.job_id).token_hash == hash_token(plan.token)
+
+
+def test_a_stale_attempt_or_another_host_starts_nothing(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+
+    assert start(factory, task, tmp_path, host="beta") is None
+    stale = NodeTask(task.job_id, task.attempt + 1, 0, "alpha", "host.alpha")
+    assert start(factory, stale, tmp_path) is None
+    assert job(factory, task.job_id).status == "scheduled"
+
+
+def test_a_job_cancelled_before_it_starts_is_cancelled_and_frees_its_devices(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    with factory.begin() as session:
+        session.get(Job, task.job_id).cancel_requested = True
+
+    assert start(factory, task, tmp_path) is None
+    assert job(factory, task.job_id).status == "cancelled"
+    assert live(factory, task.job_id) == 0
+
+
+def test_exit_zero_succeeds_releases_devices_and_clears_the_token(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+    with factory.begin() as session:
+        assert job_runs.mark_running(session, task.job_id, task.attempt, "alpha")
+
+    assert finish(factory, task, 0) == "succeeded"
+    done = job(factory, task.job_id)
+    assert done.token_hash is None and done.started_at is not None and done.finished_at is not None
+    assert live(factory, task.job_id) == 0
+
+
+def test_nonzero_exit_fails_with_the_log_tail_as_error(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+
+    assert finish(factory, task, 3) == "failed"
+    assert job(factory, task.job_id).error.endswith("line 1\nBoom")
+    assert "exited with code 3" in job(factory, task.job_id).error
+
+
+def test_a_cancelled_run_ends_cancelled_whatever_its_exit_code(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+
+    assert finish(factory, task, -15, job_runs.STOP_CANCEL) == "cancelled"
+
+
+def test_a_worker_shutdown_sends_the_job_back_to_the_queue(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+
+    assert finish(factory, task, -15, job_runs.STOP_SHUTDOWN) == "queued"
+    assert job(factory, task.job_id).token_hash is None
+    assert live(factory, task.job_id) == 0
+
+
+def test_the_last_node_of_a_multi_node_job_decides_success(factory, add_host, add_job, tmp_path):
+    add_host("alpha", devices=1)
+    add_host("beta", devices=1)
+    add_job(nodes=2)
+    sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+    first, second = sorted(sent, key=lambda t: t.node_rank)
+    with factory.begin() as session:
+        plans = [job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path) for t in sent]
+    by_rank = {p.node_rank: p for p in plans if p}
+    assert by_rank[0].token is not None and by_rank[1].token is None
+    assert by_rank[1].rendezvous_endpoint == f"127.0.0.1:{29500 + first.job_id % 500}"
+
+    with factory.begin() as session:
+        assert job_runs.finish_run(session, first.job_id, first.attempt, 0, first.host, 0, None, []) is None
+    with factory.begin() as session:
+        assert job_runs.finish_run(session, second.job_id, second.attempt, 1, second.host, 0, None, []) == "succeeded"
+
+
+def test_finishing_a_superseded_attempt_changes_nothing(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+    with factory.begin() as session:
+        set_status(session, session.get(Job, task.job_id), "cancelled")
+        assert job_runs.stop_reason(session, task.job_id, task.attempt) == job_runs.STOP_SUPERSEDED
+
+    assert finish(factory, task, 1) is None
+    assert job(factory, task.job_id).status == "cancelled"
+
+
+def test_logs_are_stored_with_stream_and_node(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    with factory.begin() as session:
+        job_runs.append_logs(session, task.job_id, 1, 0, [("stdout", "hello"), ("stderr", "warn")])
+    with factory() as session:
+        rows = session.execute(select(LogLine.stream, LogLine.text).order_by(LogLine.id)).all()
+    assert [tuple(r) for r in rows] == [("stdout", "hello"), ("stderr", "warn")]

@@ -1,0 +1,162 @@
+"""Runs one trainer process group and watches it: logs to the database and a file, cancel, exit.
+
+The trainer runs in its own session (process group), so a cancel reaches `torchrun` and every
+rank at once: SIGTERM, then SIGKILL after the grace period. It also gets SIGTERM when the
+thread that started it dies with the worker, so a killed worker leaves no training behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, suppress
+from dataclasses import dataclass
+from typing import IO
+
+from sqlalchemy.orm import Session
+
+from server.services import job_runs
+from server.services.job_runs import RunPlan
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+MAX_LINE_CHARS = 8000
+MAX_BATCH_LINES = 1000
+TAIL_LINES = 40
+PIPE_DRAIN_SECONDS = 5.0
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
+
+SessionScope = Callable[[], AbstractContextManager[Session]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int
+    stopped_for: str | None
+    tail: list[str]
+
+
+def _terminate_with_parent() -> None:  # runs in the child between fork and exec
+    if _libc is not None and hasattr(_libc, "prctl"):
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _read_lines(stream: IO[bytes], name: str, out: queue.Queue[tuple[str, str] | None]) -> None:
+    for raw in iter(stream.readline, b""):
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        out.put((name, text[:MAX_LINE_CHARS]))
+    out.put(None)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def _drain(lines: queue.Queue[tuple[str, str] | None], first_wait: float) -> Iterator[tuple[str, str] | None]:
+    """Up to MAX_BATCH_LINES queued items, waiting at most `first_wait` for the first."""
+    try:
+        yield lines.get(timeout=first_wait)
+    except queue.Empty:
+        return
+    for _ in range(MAX_BATCH_LINES - 1):
+        try:
+            yield lines.get_nowait()
+        except queue.Empty:
+            return
+
+
+def supervise(
+    plan: RunPlan,
+    argv: list[str],
+    env: dict[str, str],
+    session_scope: SessionScope,
+    *,
+    host_name: str,
+    cancel_grace_seconds: float,
+    shutdown: threading.Event,
+) -> Outcome:
+    """Start the trainer, stream its output, stop it when asked; returns how it ended."""
+    lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    with open(plan.log_path, "a", encoding="utf-8") as log_file:
+        log_file.write(f"$ {' '.join(argv)}\n")
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=plan.run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_terminate_with_parent,  # only an async-signal-safe prctl call
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = [
+            threading.Thread(target=_read_lines, args=(stream, name, lines), daemon=True)
+            for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))
+        ]
+        for reader in readers:
+            reader.start()
+        log.info("job %s attempt %s node %s: pid %s", plan.job_id, plan.attempt, plan.node_rank, proc.pid)
+        with session_scope() as session:
+            job_runs.mark_running(session, plan.job_id, plan.attempt, host_name)
+
+        stopped_for: str | None = None
+        kill_at: float | None = None
+        open_streams = len(readers)
+        exited_at: float | None = None
+        next_poll = time.monotonic() + POLL_SECONDS
+        while open_streams or proc.poll() is None:
+            batch: list[tuple[str, str]] = []
+            for item in _drain(lines, first_wait=0.2):
+                if item is None:
+                    open_streams -= 1
+                else:
+                    batch.append(item)
+            if batch:
+                log_file.writelines(f"[{stream}] {text}\n" for stream, text in batch)
+                log_file.flush()
+                tail.extend(text for _, text in batch)
+                with session_scope() as session:
+                    job_runs.append_logs(session, plan.job_id, plan.attempt, plan.node_rank, batch)
+
+            now = time.monotonic()
+            if proc.poll() is not None:
+                # The trainer is gone; a straggler holding the pipes open must not hold the task.
+                exited_at = exited_at or now
+                if open_streams and now - exited_at > PIPE_DRAIN_SECONDS:
+                    _signal_group(proc, signal.SIGKILL)
+                    break
+                continue
+            if stopped_for is None and now >= next_poll:
+                next_poll = now + POLL_SECONDS
+                with session_scope() as session:
+                    stopped_for = job_runs.stop_reason(session, plan.job_id, plan.attempt)
+                if stopped_for is None and shutdown.is_set():
+                    stopped_for = job_runs.STOP_SHUTDOWN
+                if stopped_for is not None:
+                    log.info("job %s node %s: stopping (%s)", plan.job_id, plan.node_rank, stopped_for)
+                    log_file.write(f"sfumato: stopping the trainer ({stopped_for})\n")
+                    _signal_group(proc, signal.SIGTERM)
+                    kill_at = now + cancel_grace_seconds
+            if kill_at is not None and now >= kill_at:
+                log_file.write(f"sfumato: no exit {cancel_grace_seconds:g} s after SIGTERM; SIGKILL\n")
+                _signal_group(proc, signal.SIGKILL)
+                kill_at = None
+
+        exit_code = proc.wait()
+        _signal_group(proc, signal.SIGKILL)  # whatever the ranks left behind
+        log_file.write(f"sfumato: exit code {exit_code}\n")
+    return Outcome(exit_code=exit_code, stopped_for=stopped_for, tail=list(tail))
