@@ -165,7 +165,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=200), nullable=False),
         sa.Column("step", sa.Integer(), nullable=True),
         sa.Column("path", sa.String(length=500), nullable=False),
-        sa.Column("size_bytes", sa.Integer(), nullable=True),
+        sa.Column("size_bytes", sa.BigInteger(), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_artifacts_job_id_jobs"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_artifacts")),

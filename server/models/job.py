@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -75,5 +75,5 @@ class Artifact(Base):
     name: Mapped[str] = mapped_column(String(200))
     step: Mapped[int | None] = mapped_column(Integer)
     path: Mapped[str] = mapped_column(String(500))
-    size_bytes: Mapped[int | None] = mapped_column(Integer)
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger)  # checkpoints pass 2 GiB
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

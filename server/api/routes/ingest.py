@@ -1,0 +1,65 @@
+"""The trainer's door (docs/contracts.md): metrics, samples, progress and artifacts, with the per-job token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile, status
+
+from server.api.deps import IngestJob, SessionDep, SettingsDep
+from server.schemas.artifacts import ArtifactIn, ArtifactOut
+from server.schemas.common import ErrorBody
+from server.schemas.metrics import MetricBatch, MetricBatchStored
+from server.schemas.progress import ProgressIn, ProgressStored
+from server.schemas.samples import SampleCreated, SampleForm
+from server.services.artifacts import register_artifact
+from server.services.errors import PayloadTooLarge
+from server.services.metrics import store_metric_batch
+from server.services.progress import record_progress
+from server.services.samples import store_sample
+
+router = APIRouter(
+    prefix="/ingest",
+    tags=["ingest"],
+    responses={
+        401: {"model": ErrorBody, "description": "unknown token, or the job has finished"},
+        403: {"model": ErrorBody, "description": "the token belongs to another job"},
+        409: {"model": ErrorBody, "description": "not the job's current attempt"},
+    },
+)
+
+
+@router.post("/{job_id}/metrics", response_model=MetricBatchStored, responses={413: {"model": ErrorBody}})
+def ingest_metrics(job: IngestJob, session: SessionDep, settings: SettingsDep, batch: MetricBatch) -> MetricBatchStored:
+    stored, skipped = store_metric_batch(session, job, batch, settings.max_metric_points)
+    return MetricBatchStored(stored=stored, skipped=skipped)
+
+
+@router.post(
+    "/{job_id}/samples",
+    status_code=status.HTTP_201_CREATED,
+    response_model=SampleCreated,
+    responses={413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+)
+def ingest_sample(
+    job: IngestJob,
+    session: SessionDep,
+    settings: SettingsDep,
+    form: Annotated[SampleForm, Form()],
+    image: Annotated[UploadFile, File(description="PNG or WebP")],
+) -> SampleCreated:
+    data = image.file.read(settings.max_image_bytes + 1)
+    if len(data) > settings.max_image_bytes:
+        raise PayloadTooLarge(f"image is larger than {settings.max_image_bytes} bytes")
+    sample_id, created = store_sample(session, settings, job, form, data)
+    return SampleCreated(id=sample_id, created=created)
+
+
+@router.post("/{job_id}/progress", response_model=ProgressStored)
+def ingest_progress(job: IngestJob, session: SessionDep, progress: ProgressIn) -> ProgressStored:
+    return ProgressStored(cancel_requested=record_progress(session, job, progress))
+
+
+@router.post("/{job_id}/artifacts", status_code=status.HTTP_201_CREATED, response_model=ArtifactOut)
+def ingest_artifact(job: IngestJob, session: SessionDep, settings: SettingsDep, body: ArtifactIn) -> ArtifactOut:
+    return register_artifact(session, settings, job, body)

@@ -1,0 +1,43 @@
+"""A job's sample images: the gallery rows and each image file."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import FileResponse
+
+from server.api.deps import SessionDep, SettingsDep, VisibleJob
+from server.schemas.common import MAX_INT32
+from server.schemas.samples import SampleKind, SamplePage
+from server.services import samples
+
+router = APIRouter(tags=["samples"])
+
+
+@router.get("/jobs/{job_id}/samples", response_model=SamplePage)
+def list_samples(
+    job: VisibleJob,
+    session: SessionDep,
+    step: Annotated[int | None, Query(ge=0, le=MAX_INT32)] = None,
+    kind: SampleKind | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> SamplePage:
+    return samples.list_samples(session, job.id, step=step, kind=kind, limit=limit, offset=offset)
+
+
+@router.get(
+    "/jobs/{job_id}/samples/{sample_id}/image",
+    response_class=FileResponse,
+    responses={200: {"content": {"image/png": {}, "image/webp": {}}}},
+)
+def get_sample_image(
+    job: VisibleJob,
+    session: SessionDep,
+    settings: SettingsDep,
+    sample_id: Annotated[int, Path(ge=1, le=MAX_INT32)],
+) -> FileResponse:
+    path, media_type = samples.sample_image(session, settings, job.id, sample_id)
+    # A stored sample never changes, so the browser may keep it.
+    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "private, max-age=86400, immutable"})

@@ -1,0 +1,55 @@
+"""The FastAPI application: `uvicorn --factory server.main:create_app`, or create_app(settings) in tests.
+
+Nothing here touches the schema or creates users: `server.migrate.upgrade` and
+`server.services.auth.ensure_admin` are called by whoever starts the platform (the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.datastructures import Default
+from sqlalchemy.orm import sessionmaker
+
+from server.api.body_limit import BodySizeLimit
+from server.api.errors import install_error_handlers
+from server.api.responses import OrjsonResponse
+from server.api.router import api_router
+from server.config import Settings, get_settings
+from server.db import make_engine
+from server.migrate import ensure_sqlite_folder
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    url = settings.resolved_database_url()
+    ensure_sqlite_folder(url)
+    engine = make_engine(url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="Sfumato",
+        summary="RL fine-tuning of diffusion models, managed from the web",
+        version="0.1.0",
+        docs_url="/docs",
+        lifespan=lifespan,
+        # Default(...) keeps FastAPI's Pydantic fast path for routes with a response model.
+        default_response_class=Default(OrjsonResponse),
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = sessionmaker(bind=engine, expire_on_commit=False)
+
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.include_router(api_router)
+
+    # Web pages and static files (web/) are mounted here.
+
+    return app

@@ -1,0 +1,66 @@
+"""Jobs as the API and the web pages show them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from server.schemas.common import ReadModel, UtcDatetime
+
+
+class JobEventOut(ReadModel):
+    attempt: int
+    status: str
+    message: str | None
+    created_at: UtcDatetime
+
+
+class AllocationOut(BaseModel):
+    attempt: int
+    host: str
+    device_index: int
+    device_type: str
+    node_rank: int
+    released_at: UtcDatetime | None
+
+
+class JobSummary(ReadModel):
+    id: int
+    name: str
+    status: str
+    algorithm: str
+    executor: str
+    model_family: str
+    device_type: str
+    devices: int
+    nodes: int
+    priority: int
+    attempt: int
+    max_attempts: int
+    owner: str | None
+    team: str | None
+    cancel_requested: bool
+    wait_reason: str | None
+    error: str | None
+    step: int
+    total_steps: int
+    last_reward: float | None
+    samples_per_s: float | None
+    last_progress_at: UtcDatetime | None
+    created_at: UtcDatetime
+    started_at: UtcDatetime | None
+    finished_at: UtcDatetime | None
+
+
+class JobDetail(JobSummary):
+    spec: dict[str, Any]
+    events: list[JobEventOut]
+    allocations: list[AllocationOut]
+
+
+class JobPage(BaseModel):
+    items: list[JobSummary]
+    total: int
+    limit: int
+    offset: int

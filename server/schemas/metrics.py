@@ -1,0 +1,47 @@
+"""Metric batches in, downsampled aligned series out."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from server.schemas.common import Attempt, Step
+
+MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class MetricStep(BaseModel):
+    step: Step
+    wall_time: float
+    # Non-finite values are accepted and skipped (a NaN loss must not cost the batch's other points).
+    values: dict[MetricKey, float]
+
+
+class MetricBatch(BaseModel):
+    attempt: Attempt
+    seq: int = Field(ge=0)
+    steps: list[MetricStep]
+
+    @property
+    def point_count(self) -> int:
+        return sum(len(s.values) for s in self.steps)
+
+
+class MetricBatchStored(BaseModel):
+    stored: int = Field(description="points newly stored; a re-sent batch stores 0")
+    skipped: int = Field(0, description="NaN or infinite values, not stored")
+
+
+class MetricSeries(BaseModel):
+    key: str
+    steps: list[int]
+    values: list[float | None] = Field(description="null where this key has no point at that step")
+
+
+class MetricSeriesSet(BaseModel):
+    series: list[MetricSeries]
+
+
+class MetricKeys(BaseModel):
+    keys: list[str]

@@ -1,0 +1,19 @@
+"""The trainer's progress report, which is also its heartbeat."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from server.schemas.common import Attempt, FiniteOrNone, Step
+
+
+class ProgressIn(BaseModel):
+    attempt: Attempt
+    step: Step
+    total_steps: Step
+    reward: FiniteOrNone = None
+    samples_per_s: FiniteOrNone = Field(None, ge=0)
+
+
+class ProgressStored(BaseModel):
+    cancel_requested: bool = Field(description="the worker is about to stop this job")

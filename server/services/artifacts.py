@@ -1,0 +1,48 @@
+"""Checkpoints and models a job registered, confined to the job's folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import Artifact, Job
+from server.schemas.artifacts import ArtifactIn, ArtifactList, ArtifactOut
+from server.services.artifact_store import confined, job_folder
+from server.services.errors import Conflict
+
+
+def _size(path: Path) -> int | None:
+    if path.is_file():
+        return path.stat().st_size
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return None  # on another host's disk, or not written yet
+
+
+def register_artifact(session: Session, settings: Settings, job: Job, body: ArtifactIn) -> ArtifactOut:
+    """Record a file or folder the trainer wrote under its output dir (the job folder). Commits."""
+    if body.attempt != job.attempt:
+        raise Conflict(f"attempt {body.attempt} is not job {job.id}'s current attempt ({job.attempt})")
+    folder = job_folder(settings, job.id)
+    target = confined(folder, body.path, field="path")
+    relative = target.relative_to(folder.resolve()).as_posix()
+    artifact = Artifact(
+        job_id=job.id,
+        attempt=body.attempt,
+        kind=body.kind,
+        name=body.name,
+        step=body.step,
+        path=relative,
+        size_bytes=_size(target),
+    )
+    session.add(artifact)
+    session.commit()
+    return ArtifactOut.model_validate(artifact)
+
+
+def list_artifacts(session: Session, job_id: int) -> ArtifactList:
+    rows = session.scalars(select(Artifact).where(Artifact.job_id == job_id).order_by(Artifact.id)).all()
+    return ArtifactList(items=[ArtifactOut.model_validate(a) for a in rows])

@@ -1,0 +1,43 @@
+"""Hosts with their devices and which job holds each device, as the hosts page and API show them."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from server.models import Allocation, Host, Job
+from server.schemas.hosts import DeviceOut, HostList, HostOut
+from server.services.auth import Caller
+from server.services.scoping import scope_jobs
+
+
+def list_hosts(session: Session, caller: Caller) -> HostList:
+    """Every host; a device's holding job is named only when the caller may see that job."""
+    hosts = session.scalars(select(Host).options(selectinload(Host.devices)).order_by(Host.name)).all()
+    live = select(Allocation.device_id, Allocation.job_id).where(Allocation.released_at.is_(None))
+    held = dict(session.execute(live).tuples().all())
+    visible = set(session.scalars(scope_jobs(select(Job.id).where(Job.id.in_(set(held.values()))), caller)))
+    items = [
+        HostOut(
+            id=host.id,
+            name=host.name,
+            address=host.address,
+            status=host.status,
+            last_heartbeat_at=host.last_heartbeat_at,
+            registered_at=host.registered_at,
+            devices=[
+                DeviceOut(
+                    index=d.index,
+                    device_type=d.device_type,
+                    model=d.model,
+                    memory_bytes=d.memory_bytes,
+                    enabled=d.enabled,
+                    busy=d.id in held,
+                    job_id=held[d.id] if held.get(d.id) in visible else None,
+                )
+                for d in host.devices
+            ],
+        )
+        for host in hosts
+    ]
+    return HostList(items=items)

@@ -1,0 +1,24 @@
+"""The trainer's progress report: the job's step, reward and throughput, and proof it is alive."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from server.models import Job, utcnow
+from server.schemas.progress import ProgressIn
+from server.services.errors import Conflict
+
+
+def record_progress(session: Session, job: Job, progress: ProgressIn) -> bool:
+    """Update the job's live fields; returns whether a cancel was requested. Commits."""
+    if progress.attempt != job.attempt:
+        raise Conflict(f"attempt {progress.attempt} is not job {job.id}'s current attempt ({job.attempt})")
+    job.step = progress.step
+    job.total_steps = progress.total_steps
+    if progress.reward is not None:
+        job.last_reward = progress.reward
+    if progress.samples_per_s is not None:
+        job.samples_per_s = progress.samples_per_s
+    job.last_progress_at = utcnow()
+    session.commit()
+    return job.cancel_requested

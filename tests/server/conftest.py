@@ -1,0 +1,42 @@
+"""Fixtures for API tests: a migrated database (SQLite, and PostgreSQL when configured) behind the real app."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from server_harness import Harness, bearer
+
+from server.config import Settings
+from server.main import create_app
+from server.migrate import upgrade
+from server.services.auth import ensure_admin
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """Small limits, so the limit tests send kilobytes, not megabytes."""
+    return Settings(
+        home=tmp_path / "home",
+        database_url=database_url,
+        artifact_root=tmp_path / "artifacts",
+        admin_token=None,
+        path_roots=[],
+        max_body_bytes=2_000_000,
+        max_image_bytes=100_000,
+        max_image_pixels=256 * 256,
+        max_metric_points=500,
+    )
+
+
+@pytest.fixture
+def harness(settings: Settings) -> Iterator[Harness]:
+    upgrade(settings.database_url)
+    app = create_app(settings)
+    with TestClient(app) as client:
+        with app.state.sessionmaker() as session:
+            token = ensure_admin(session, settings)
+        assert token is not None
+        yield Harness(client, app.state.sessionmaker, settings, bearer(token))
