@@ -50,7 +50,6 @@ def make_celery(settings: Settings) -> Celery:
         accept_content=["json"],
         # A bare `celery -A worker.celery_app worker` consumes this host's queue.
         task_default_queue=host_queue(host_name(settings)),
-        worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
     return app

@@ -47,7 +47,8 @@ class Outcome:
     tail: list[str]
 
 
-def _terminate_with_parent() -> None:  # runs in the child between fork and exec
+def terminate_with_parent() -> None:
+    """In a child between fork and exec: receive SIGTERM when the thread that started it dies."""
     if _libc is not None and hasattr(_libc, "prctl"):
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -59,7 +60,7 @@ def _read_lines(stream: IO[bytes], name: str, out: queue.Queue[tuple[str, str] |
     out.put(None)
 
 
-def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+def signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)
 
@@ -100,7 +101,7 @@ def supervise(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_terminate_with_parent,  # only an async-signal-safe prctl call
+            preexec_fn=terminate_with_parent,  # only an async-signal-safe prctl call
         )
         assert proc.stdout is not None and proc.stderr is not None
         readers = [
@@ -137,7 +138,7 @@ def supervise(
                 # The trainer is gone; a straggler holding the pipes open must not hold the task.
                 exited_at = exited_at or now
                 if open_streams and now - exited_at > PIPE_DRAIN_SECONDS:
-                    _signal_group(proc, signal.SIGKILL)
+                    signal_group(proc, signal.SIGKILL)
                     break
                 continue
             if stopped_for is None and now >= next_poll:
@@ -149,14 +150,14 @@ def supervise(
                 if stopped_for is not None:
                     log.info("job %s node %s: stopping (%s)", plan.job_id, plan.node_rank, stopped_for)
                     log_file.write(f"sfumato: stopping the trainer ({stopped_for})\n")
-                    _signal_group(proc, signal.SIGTERM)
+                    signal_group(proc, signal.SIGTERM)
                     kill_at = now + cancel_grace_seconds
             if kill_at is not None and now >= kill_at:
                 log_file.write(f"sfumato: no exit {cancel_grace_seconds:g} s after SIGTERM; SIGKILL\n")
-                _signal_group(proc, signal.SIGKILL)
+                signal_group(proc, signal.SIGKILL)
                 kill_at = None
 
         exit_code = proc.wait()
-        _signal_group(proc, signal.SIGKILL)  # whatever the ranks left behind
+        signal_group(proc, signal.SIGKILL)  # whatever the ranks left behind
         log_file.write(f"sfumato: exit code {exit_code}\n")
     return Outcome(exit_code=exit_code, stopped_for=stopped_for, tail=list(tail))

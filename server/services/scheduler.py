@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import ACTIVE_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, utcnow
+from server.models import ACTIVE_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, utcnow
 from server.services.hosts import mark_lost_hosts
 from server.services.job_status import set_status
 
@@ -87,17 +87,28 @@ def release_allocations(session: Session, job_id: int, attempt: int | None = Non
     return len(allocations)
 
 
+def started_attempts(session: Session, job_id: int) -> int:
+    """How many times the trainer of a job started; an attempt that never ran does not count."""
+    return (
+        session.scalar(
+            select(func.count()).select_from(JobEvent).where(JobEvent.job_id == job_id, JobEvent.status == "running")
+        )
+        or 0
+    )
+
+
 def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
     """An infrastructure failure: back to the queue while attempts remain, else failed. True if requeued."""
     release_allocations(session, job.id)
-    if job.attempt < job.max_attempts and not job.cancel_requested:
-        job.token_hash = None
-        set_status(session, job, "queued", f"{reason}; retrying (attempt {job.attempt} of {job.max_attempts} used)")
-        return True
     if job.cancel_requested:
         set_status(session, job, "cancelled", reason)
         return False
-    job.error = f"{reason}; no attempts left ({job.attempt} of {job.max_attempts})"
+    used = started_attempts(session, job.id)
+    if used < job.max_attempts:
+        job.token_hash = None
+        set_status(session, job, "queued", f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
+        return True
+    job.error = f"{reason}; no attempts left ({used} of {job.max_attempts} used)"
     set_status(session, job, "failed", job.error)
     return False
 

@@ -166,15 +166,21 @@ def test_concurrent_schedulers_never_put_a_device_in_two_live_allocations(factor
         assert all(session.get(Job, j.id).attempt <= 1 for j in jobs)
 
 
+def lose_host(factory: sessionmaker[Session], name: str) -> None:
+    with factory.begin() as session:
+        host = session.scalar(select(Host).where(Host.name == name))
+        host.last_heartbeat_at = host.last_heartbeat_at.replace(year=2000)
+
+
 def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(factory, add_host: AddHost, add_job: AddJob):
     add_host("flaky", devices=2)
     retried = add_job(devices=1)
     exhausted = add_job(devices=1, max_attempts=1)
     run_pass(factory)
     with factory.begin() as session:
-        set_status(session, session.get(Job, retried.id), "running")
-        host = session.scalar(select(Host).where(Host.name == "flaky"))
-        host.last_heartbeat_at = host.last_heartbeat_at.replace(year=2000)
+        for started in (retried, exhausted):
+            set_status(session, session.get(Job, started.id), "running")
+    lose_host(factory, "flaky")
 
     report = run_pass(factory)
 
@@ -184,6 +190,17 @@ def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(factory
     assert "host flaky lost" in job(factory, exhausted.id).error
     assert live_allocations(factory) == []
     assert report.placed == []  # nowhere to go while the only host is lost
+
+
+def test_an_attempt_that_never_started_does_not_use_up_retries(factory, add_host: AddHost, add_job: AddJob):
+    add_host("flaky", devices=1)
+    single_try = add_job(max_attempts=1)
+    run_pass(factory)
+    lose_host(factory, "flaky")
+
+    run_pass(factory)
+
+    assert job(factory, single_try.id).status == "queued"
 
 
 def test_allocations_of_finished_jobs_are_released(factory, add_host: AddHost, add_job: AddJob):

@@ -1,0 +1,216 @@
+"""The `sfumato` command: the embedded platform (`up`) and each of its processes on its own.
+
+Every command reads the same SFUMATO_* settings; with none set it runs on the embedded defaults
+(SQLite, a broker on SQLite, artifacts under ./var).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from types import FrameType
+
+import typer
+from rich.console import Console
+
+from server.config import Settings, get_settings
+
+app = typer.Typer(
+    name="sfumato", no_args_is_help=True, add_completion=False, help="Sfumato: RL fine-tuning of diffusion models."
+)
+db_app = typer.Typer(no_args_is_help=True, help="The database schema.")
+app.add_typer(db_app, name="db")
+
+console = Console(stderr=True)
+
+# Seconds `up` waits after the worker's trainers had their own grace period, before SIGKILL.
+STOP_MARGIN_SECONDS = 15.0
+
+
+def _migrate(settings: Settings) -> None:
+    from server.migrate import ensure_sqlite_folder, upgrade
+
+    url = settings.resolved_database_url()
+    ensure_sqlite_folder(url)
+    upgrade(url)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Bring the database to the latest schema."""
+    _migrate(get_settings())
+    console.print("database schema is up to date")
+
+
+@app.command()
+def server(
+    host: str = typer.Option("127.0.0.1", help="address to listen on"),
+    port: int = typer.Option(8000, help="port to listen on"),
+    migrate: bool = typer.Option(False, "--migrate", help="upgrade the database schema first"),
+) -> None:
+    """The web server and REST API (uvicorn)."""
+    import uvicorn
+
+    if migrate:
+        _migrate(get_settings())
+    uvicorn.run("server.main:create_app", factory=True, host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    concurrency: int | None = typer.Option(None, help="jobs at once; default: the host's device count"),
+    loglevel: str = typer.Option("info", help="Celery log level"),
+) -> None:
+    """The Celery worker of this host: registers its devices and runs the jobs sent to its queue."""
+    from server.services.hosts import host_queue
+    from worker.celery_app import app as celery_app
+    from worker.host_agent import detect_devices, host_name
+
+    settings = get_settings()
+    name = host_name(settings)
+    slots = concurrency or len(detect_devices(settings))
+    celery_app.worker_main(
+        [
+            "worker",
+            "--pool", "threads",  # a job task waits on its trainer for minutes; threads are enough
+            "--concurrency", str(slots),
+            "--queues", host_queue(name),
+            "--hostname", f"sfumato@{name}",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel", loglevel,
+        ]
+    )  # fmt: skip
+
+
+@app.command()
+def scheduler() -> None:
+    """The scheduler loop: places queued jobs on free devices and notices lost hosts."""
+    from server.db import get_sessionmaker
+    from server.services.scheduler import RUN_JOB_TASK, NodeTask, run_scheduler
+    from worker.celery_app import app as celery_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s scheduler %(levelname)s %(message)s")
+    settings = get_settings()
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def dispatch(task: NodeTask) -> None:
+        celery_app.send_task(RUN_JOB_TASK, kwargs=task.task_kwargs(), queue=task.queue)
+
+    run_scheduler(
+        get_sessionmaker(),
+        dispatch,
+        settings.scheduler_interval_seconds,
+        settings.host_lost_after_seconds,
+        stop,
+    )
+
+
+@dataclass
+class _Child:
+    name: str
+    argv: list[str]
+    grace_seconds: float
+    proc: subprocess.Popen[bytes] | None = None
+
+
+def _stop_children(children: list[_Child]) -> None:
+    """SIGTERM every child's process group, wait for each within its grace, then SIGKILL."""
+    from worker.supervisor import signal_group
+
+    running = [c for c in children if c.proc is not None and c.proc.poll() is None]
+    for child in running:
+        assert child.proc is not None
+        signal_group(child.proc, signal.SIGTERM)
+    for child in running:
+        assert child.proc is not None
+        try:
+            child.proc.wait(timeout=child.grace_seconds)
+        except subprocess.TimeoutExpired:
+            console.print(f"{child.name} did not stop within {child.grace_seconds:g} s; killing it")
+        signal_group(child.proc, signal.SIGKILL)
+        child.proc.wait()
+
+
+def _public_url(host: str, port: int) -> str:
+    reachable = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{reachable}:{port}"
+
+
+@app.command()
+def up(
+    host: str = typer.Option("127.0.0.1", help="address the server listens on"),
+    port: int = typer.Option(8000, help="port the server listens on"),
+) -> None:
+    """The whole platform in the foreground: server, scheduler and one worker. Ctrl-C stops it all."""
+    from server.db import session_scope
+    from server.services.auth import ensure_admin
+    from worker.supervisor import terminate_with_parent
+
+    settings = get_settings()
+    env = dict(os.environ)
+    env["SFUMATO_HOME"] = str(settings.home.resolve())
+    env.setdefault("SFUMATO_PUBLIC_URL", _public_url(host, port))
+    os.environ.update(SFUMATO_HOME=env["SFUMATO_HOME"], SFUMATO_PUBLIC_URL=env["SFUMATO_PUBLIC_URL"])
+    get_settings.cache_clear()
+    settings = get_settings()
+
+    _migrate(settings)
+    with session_scope() as session:
+        token = ensure_admin(session, settings)
+    if token:
+        console.print(f"[bold]admin API token (shown once):[/bold] {token}")
+    elif settings.admin_token:
+        console.print("accepting the admin token from SFUMATO_ADMIN_TOKEN")
+    else:
+        console.print("the admin exists already; use its token (or set SFUMATO_ADMIN_TOKEN)")
+
+    me = [sys.executable, "-m", "server.cli"]
+    children = [
+        _Child("server", [*me, "server", "--host", host, "--port", str(port)], grace_seconds=STOP_MARGIN_SECONDS),
+        _Child("scheduler", [*me, "scheduler"], grace_seconds=STOP_MARGIN_SECONDS),
+        _Child("worker", [*me, "worker"], grace_seconds=settings.cancel_grace_seconds + STOP_MARGIN_SECONDS),
+    ]
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        console.print(f"{signal.Signals(signum).name}: stopping")
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    exit_code = 0
+    try:
+        for child in children:
+            # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
+            child.proc = subprocess.Popen(child.argv, env=env, start_new_session=True, preexec_fn=terminate_with_parent)
+        console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
+        while not stop.is_set():
+            ended = [c for c in children if c.proc is not None and c.proc.poll() is not None]
+            if ended:
+                for child in ended:
+                    console.print(f"{child.name} exited with code {child.proc.returncode if child.proc else '?'}")
+                exit_code = 1
+                break
+            stop.wait(0.5)
+    finally:
+        # The server stops last, so a trainer's final reports still arrive while the worker stops it.
+        _stop_children([c for c in children if c.name != "server"])
+        _stop_children([c for c in children if c.name == "server"])
+    raise typer.Exit(exit_code)
+
+
+if __name__ == "__main__":
+    app()
