@@ -1,0 +1,33 @@
+"""Real multi-process runs: two gloo ranks under torchrun, end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.trainer.conftest import REPO, read_metrics, tiny_spec, write_spec
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path) -> None:
+    spec = tiny_spec(algorithm={"total_steps": 2}, resources={"devices": 2}, samples={"every": 2, "count": 1},
+                     checkpoint={"every": 1})
+    out = tmp_path / "out"
+    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
+    env.pop("SFUMATO_API_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "trainer", "run", "--spec", str(write_spec(tmp_path / "spec.json", spec)), "--output-dir", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "2 rank(s)" in result.stdout
+    assert "step 1/2" in result.stdout and "step 2/2" in result.stdout
+    metrics = read_metrics(out)
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert metrics[0]["ratio/max_abs_dev"] == 0.0
+    assert (out / "model" / "adapter_model.safetensors").exists()
