@@ -1,0 +1,92 @@
+"""Browser tests: a live uvicorn on a free port (temp SQLite platform) driven by Debian's Chromium via Playwright.
+
+Without /usr/bin/chromium they skip with one line, unless SFUMATO_TEST_REQUIRE_BROWSER is set (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+from browser_support import Live, PageProbe
+from page_fixtures import PASSWORD, make_app, seed
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    if not CHROMIUM.exists():
+        if os.environ.get("SFUMATO_TEST_REQUIRE_BROWSER"):
+            pytest.fail(f"{CHROMIUM} is missing and SFUMATO_TEST_REQUIRE_BROWSER is set")
+        pytest.skip(f"{CHROMIUM} is missing")
+    app = make_app(tmp_path_factory.mktemp("platform"))
+    world = seed(app)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline:
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.05)
+    yield Live(f"http://127.0.0.1:{port}", world, app)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser(live: Live) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def login_state(browser: object, live: Live, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Log in once through the form; each test's context starts from the saved cookies."""
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(f"{live.url}/login")
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live.url}/jobs")
+    path = str(tmp_path_factory.mktemp("state") / "state.json")
+    context.storage_state(path=path)
+    context.close()
+    return path
+
+
+@pytest.fixture
+def probe(browser: object, login_state: str) -> Iterator[PageProbe]:
+    context = browser.new_context(storage_state=login_state, viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
+    yield PageProbe(page, errors)
+    context.close()

@@ -1,0 +1,235 @@
+"""Test data for the page tests: a temp SQLite platform with users, hosts, jobs, metrics, samples and logs."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from fastapi import FastAPI
+from PIL import Image
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.main import create_app
+from server.migrate import upgrade
+from server.models import (
+    Allocation,
+    ApiToken,
+    Device,
+    Host,
+    Job,
+    LogLine,
+    Membership,
+    Metric,
+    Sample,
+    Team,
+    User,
+    utcnow,
+)
+from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
+
+PASSWORD = "correct horse battery"
+XSS = "<script>alert('x')</script>"
+SPEC_BASE = {
+    "name": "job",
+    "model": {"family": "sd3", "path": "builtin:tiny"},
+    "algorithm": {"name": "flow_grpo", "total_steps": 40, "group_size": 4},
+    "executor": {"name": "native"},
+    "reward": [{"name": "brightness"}, {"name": "colorfulness", "weight": 0.5}],
+}
+
+
+def make_app(home: Path) -> FastAPI:
+    """The real app (create_app) on a migrated SQLite database and artifact folder under `home`."""
+    settings = Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}", secret_key="test-secret")
+    upgrade(settings.database_url)
+    return create_app(settings)
+
+
+def seed(app: FastAPI) -> World:
+    """Fill the app's database with the test world."""
+    settings: Settings = app.state.settings
+    with app.state.sessionmaker() as session:
+        return seed_world(session, settings.resolved_artifact_root())
+
+
+@dataclass
+class World:
+    admin: User
+    member: User
+    token: str
+    running: Job
+    finished: list[Job] = field(default_factory=list)
+    hostile: Job | None = None
+    queued: list[Job] = field(default_factory=list)
+
+
+def png(color: tuple[int, int, int], size: int = 64) -> bytes:
+    """A small PNG: a soft gradient of `color`."""
+    image = Image.new("RGB", (size, size), color)
+    for y in range(size):
+        shade = tuple(min(255, int(c * (0.6 + 0.4 * y / size))) for c in color)
+        for x in range(size):
+            image.putpixel((x, y), shade)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def make_job(session: Session, owner: User, team: Team | None, name: str, executor: str, **fields: object) -> Job:
+    spec = {**SPEC_BASE, "name": name, "executor": {"name": executor}}
+    values: dict[str, object] = {
+        "algorithm": "flow_grpo",
+        "executor": executor,
+        "model_family": "sd3",
+        "device_type": "cuda",
+        "devices": 2,
+        "total_steps": 40,
+        **fields,
+    }
+    job = Job(name=name, spec=spec, owner_id=owner.id, team_id=team.id if team else None, **values)
+    session.add(job)
+    session.flush()
+    return job
+
+
+def add_metrics(session: Session, job: Job, steps: range, speed: float = 1.0, attempt: int = 1) -> None:
+    """Metric rows shaped like the trainer's: a rising reward, falling loss, a step-time split."""
+    start = 1_732_870_000.0
+    for step in steps:
+        wall = start + step * 6.0 / speed
+        reward = 0.3 + 0.4 * (1 - math.exp(-step / 15)) + 0.02 * math.sin(step)
+        values = {
+            "reward/mean": reward,
+            "reward/std": 0.08 + 0.02 * math.cos(step / 3),
+            "reward/brightness": reward + 0.05,
+            "reward/colorfulness": reward - 0.07,
+            "loss": 0.5 * math.exp(-step / 20) + 0.01,
+            "kl": 0.002 * step / 40,
+            "clip_frac": 0.1 + 0.05 * math.sin(step / 4),
+            "time/rollout": 3.0 / speed,
+            "time/reward": 0.4,
+            "time/train": 2.2 / speed,
+            "time/sync": 0.3,
+            "throughput/samples_per_s": 1.3 * speed,
+            "memory/peak_bytes": (6 + speed) * 2**30,
+            f"executor/{job.executor}_overlap": 0.2 * speed,
+        }
+        session.add_all(
+            Metric(job_id=job.id, key=k, step=step, attempt=attempt, value=v, wall_time=wall) for k, v in values.items()
+        )
+
+
+def add_samples(session: Session, job: Job, artifact_root: Path, steps: list[int], prompts: list[str]) -> None:
+    colors = [(220, 60, 50), (40, 90, 210), (60, 170, 90), (230, 180, 40)]
+    folder = artifact_root / "jobs" / str(job.id) / "samples"
+    folder.mkdir(parents=True, exist_ok=True)
+    for step in steps:
+        for p, prompt in enumerate(prompts):
+            for seed in range(2):
+                base = colors[(p + step // 5 + seed) % len(colors)]
+                name = f"s{step}-p{p}-seed{seed}.png"
+                (folder / name).write_bytes(png(base))
+                session.add(
+                    Sample(
+                        job_id=job.id,
+                        attempt=1,
+                        step=step,
+                        kind="eval",
+                        prompt=prompt,
+                        seed=seed,
+                        reward=0.3 + step / 100 + seed / 50,
+                        image_path=f"jobs/{job.id}/samples/{name}",
+                        width=64,
+                        height=64,
+                    )
+                )
+
+
+def seed_world(session: Session, artifact_root: Path) -> World:
+    """Two users in one team, a host with GPUs, and jobs in every interesting state."""
+    hasher = PasswordHasher()
+    team = Team(name="vision")
+    admin = User(username="ada", password_hash=hasher.hash(PASSWORD), is_admin=True)
+    member = User(username="bob", password_hash=hasher.hash(PASSWORD))
+    session.add_all([team, admin, member])
+    session.flush()
+    session.add_all(
+        [Membership(user_id=admin.id, team_id=team.id, role="admin"), Membership(user_id=member.id, team_id=team.id)]
+    )
+    token = new_token(USER_TOKEN_PREFIX)
+    session.add(ApiToken(user_id=admin.id, name="tests", token_hash=hash_token(token)))
+
+    host = Host(name="gpu-node-1", queue="host.gpu-node-1", address="10.0.0.11")
+    session.add(host)
+    session.flush()
+    devices = [
+        Device(host_id=host.id, index=i, device_type="cuda", model="NVIDIA H200", memory_bytes=141 * 2**30)
+        for i in range(4)
+    ]
+    session.add_all(devices)
+    session.flush()
+
+    now = utcnow()
+    running = make_job(
+        session,
+        admin,
+        team,
+        "sd3-brightness-native",
+        "native",
+        status="running",
+        attempt=1,
+        step=30,
+        last_reward=0.68,
+        samples_per_s=1.3,
+        started_at=now.replace(microsecond=0),
+    )
+    session.add_all(Allocation(job_id=running.id, attempt=1, device_id=d.id, host_id=host.id) for d in devices[:2])
+    add_metrics(session, running, range(0, 30))
+    add_samples(session, running, artifact_root, [0, 5, 10, 15, 20, 25], ["a red apple", "a blue ocean", XSS])
+    session.add_all(
+        LogLine(job_id=running.id, attempt=1, text=text, stream=stream)
+        for text, stream in [
+            ("loading builtin:tiny", "stdout"),
+            (f"prompt {XSS}", "stdout"),
+            ("warning: slow step", "stderr"),
+        ]
+    )
+    finished = []
+    for executor, speed in (("lean_retain", 1.6), ("lean_reweight", 1.4)):
+        job = make_job(
+            session,
+            member,
+            team,
+            f"sd3-brightness-{executor}",
+            executor,
+            status="succeeded",
+            attempt=1,
+            step=40,
+            last_reward=0.7,
+            samples_per_s=1.3 * speed,
+            started_at=now,
+            finished_at=now,
+        )
+        add_metrics(session, job, range(0, 40), speed=speed)
+        finished.append(job)
+    hostile = make_job(
+        session, member, team, XSS, "native", status="failed", attempt=3, error="CUDA error: out of memory"
+    )
+    queued = [
+        make_job(
+            session,
+            member,
+            team,
+            "waiting-big",
+            "native",
+            devices=8,
+            wait_reason="needs 8 cuda devices; largest host has 4",
+        ),
+        make_job(session, admin, team, "waiting-urgent", "native", priority=5, wait_reason="devices busy"),
+    ]
+    session.commit()
+    return World(admin, member, token, running, finished, hostile, queued)

@@ -1,0 +1,43 @@
+"""Dependencies of the page routes: the logged-in caller (from the session cookie) and the CSRF check."""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import quote
+
+from fastapi import Depends, HTTPException, Request
+from sqlalchemy.orm import Session
+
+from server.api.deps import get_session
+from server.models import User
+from server.services.auth import Caller, caller_for_user
+from web.pages.session import read_session
+
+
+def page_caller(request: Request, session: Session = Depends(get_session)) -> Caller:
+    """The logged-in user as the services see them; otherwise a redirect to the login page.
+
+    htmx requests get 401 with HX-Redirect instead, so a poll never swaps the login page into a table.
+    """
+    ps = read_session(request)
+    user = session.get(User, ps.user_id) if ps.user_id is not None else None
+    if user is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        login = f"/login?next={quote(target, safe='')}"
+        if request.headers.get("hx-request"):
+            raise HTTPException(status_code=401, detail="login required", headers={"HX-Redirect": login})
+        raise HTTPException(status_code=303, detail="login required", headers={"Location": login})
+    request.state.user = user
+    return caller_for_user(session, user, can_write=ps.can_write)
+
+
+async def require_csrf(request: Request) -> None:
+    """Refuse a state-changing request unless its X-CSRF-Token header or csrf_token field is the session's token."""
+    ps = read_session(request)
+    sent = request.headers.get("x-csrf-token")
+    if not sent:
+        form = await request.form()
+        value = form.get("csrf_token")
+        sent = value if isinstance(value, str) else None
+    if not sent or not secrets.compare_digest(sent, ps.csrf):
+        raise HTTPException(status_code=403, detail="CSRF token missing or wrong; reload the page and try again")

@@ -1,0 +1,187 @@
+"""One job: header with cancel / retry / clone, live charts, logs with follow, the spec and the artifacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from server.api.deps import get_session
+from server.models import TERMINAL_STATES
+from server.schemas.jobs import JobDetail
+from server.services import pages
+from server.services.artifacts import list_artifacts
+from server.services.auth import Caller
+from server.services.errors import NotFound, ServiceError
+from server.services.jobs import cancel_job, job_detail, retry_job
+from server.services.logs import read_logs
+from server.services.metrics import metric_keys, metric_series
+from server.services.scoping import get_visible_job
+from web.pages.deps import page_caller, require_csrf
+from web.pages.render import error_page, not_found, render
+
+router = APIRouter()
+
+# The job page's charts. keys: always asked; prefixes: every reported key starting with one; band: [centre,
+# half-width] drawn as a shaded band; right: keys on a second y axis; stack: stacked areas; unit: axis format.
+CHARTS: list[dict[str, Any]] = [
+    {
+        "id": "reward",
+        "title": "Reward",
+        "keys": ["reward/mean"],
+        "prefixes": ["reward/"],
+        "band": ["reward/mean", "reward/std"],
+    },
+    {
+        "id": "loss",
+        "title": "Loss · KL · clip fraction",
+        "keys": ["loss", "kl", "clip_frac"],
+        "right": ["kl", "clip_frac", "approx_kl"],
+    },
+    {
+        "id": "throughput",
+        "title": "Throughput",
+        "keys": ["throughput/samples_per_s"],
+        "prefixes": ["throughput/"],
+        "unit": "samples/s",
+    },
+    {
+        "id": "time",
+        "title": "Step time split",
+        "keys": ["time/rollout", "time/reward", "time/train", "time/sync"],
+        "stack": True,
+        "unit": "s",
+    },
+    {"id": "memory", "title": "Peak memory", "keys": ["memory/peak_bytes"], "prefixes": ["memory/"], "unit": "bytes"},
+    {"id": "executor", "title": "Executor metrics", "keys": [], "prefixes": ["executor/"]},
+]
+MAX_APPEND = 5000
+
+
+def _header_context(job: JobDetail) -> dict[str, Any]:
+    placement: dict[str, list[int]] = {}
+    for alloc in job.allocations:
+        placement.setdefault(alloc.host, []).append(alloc.device_index)
+    return {"job": job, "placement": placement, "live": job.status not in TERMINAL_STATES}
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(
+    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+) -> HTMLResponse:
+    try:
+        job = job_detail(session, caller, job_id)
+    except NotFound:
+        return not_found(request, f"job #{job_id}")
+    lines = pages.log_tail(session, job.id)
+    context = _header_context(job)
+    context.update(
+        section="jobs",
+        charts=CHARTS,
+        latest=pages.latest_points(session, job.id, metric_keys(session, job.id)),
+        logs=lines,
+        last_log_id=lines[-1].id if lines else 0,
+        artifacts=list_artifacts(session, job.id).items,
+        has_samples=bool(pages.sample_steps(session, job.id)),
+    )
+    return render(request, "job.html", context)
+
+
+@router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
+def job_header(
+    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+) -> HTMLResponse:
+    """The header alone, polled while the job is active; the poll stops once it has finished."""
+    try:
+        job = job_detail(session, caller, job_id)
+    except NotFound:
+        return not_found(request, f"job #{job_id}")
+    return render(request, "partials/job_header.html", _header_context(job))
+
+
+@router.get("/jobs/{job_id}/logs", response_class=HTMLResponse)
+def job_logs(
+    request: Request,
+    job_id: int,
+    after: int = 0,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """Log lines after `after`, then the next poller (none once the job has finished and nothing came)."""
+    try:
+        job = get_visible_job(session, caller, job_id)
+    except NotFound:
+        return not_found(request, f"job #{job_id}")
+    page = read_logs(session, job.id, offset=after)
+    live = job.status not in TERMINAL_STATES or bool(page.lines)
+    context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live}
+    return render(request, "partials/log_lines.html", context)
+
+
+@router.get("/jobs/{job_id}/metrics.json")
+def job_metrics(
+    job_id: int,
+    keys: str = "",
+    prefixes: str = "",
+    max_points: int = Query(1000, ge=10, le=20000),
+    after_step: int | None = None,
+    walls: bool = False,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    """Chart data for the pages (session cookie): series downsampled by the metrics service to about the
+    chart's width, or the raw points after `after_step` for live appends. `walls` adds wall-clock times."""
+    try:
+        job = get_visible_job(session, caller, job_id)
+    except NotFound:
+        return JSONResponse({"detail": f"job {job_id} not found"}, status_code=404)
+    wanted = list(dict.fromkeys(k for k in keys.split(",") if k))
+    starts = tuple(p for p in prefixes.split(",") if p)
+    if starts:
+        wanted += [k for k in metric_keys(session, job.id) if k.startswith(starts) and k not in wanted]
+    series: list[dict[str, Any]] = []
+    truncated = False
+    if after_step is None:
+        for s in metric_series(session, job.id, wanted, max_points) if wanted else []:
+            pairs = [(step, v) for step, v in zip(s.steps, s.values, strict=True) if v is not None]
+            series.append({"key": s.key, "steps": [p[0] for p in pairs], "values": [p[1] for p in pairs]})
+    else:
+        for key, points in pages.points_after(session, job.id, wanted, after_step, MAX_APPEND).items():
+            truncated = truncated or len(points) >= MAX_APPEND
+            series.append({"key": key, "steps": [p.step for p in points], "values": [p.value for p in points]})
+    if walls:
+        when = pages.wall_times(session, job.id, sorted({step for s in series for step in s["steps"]}))
+        for s in series:
+            s["wall_times"] = [when.get(step) for step in s["steps"]]
+    return JSONResponse({"status": job.status, "series": series, "truncated": truncated})
+
+
+def _act(request: Request, job_id: int, caller: Caller, session: Session, action: str) -> Response:
+    if not caller.can_write:
+        return error_page(request, 403, "Read-only session", "You logged in with a read-only token.")
+    try:
+        if action == "cancel":
+            cancel_job(session, caller, job_id)
+        else:
+            retry_job(session, caller, job_id)
+    except NotFound:
+        return not_found(request, f"job #{job_id}")
+    except ServiceError as exc:
+        return error_page(request, exc.status_code, f"Cannot {action} job #{job_id}", str(exc.detail))
+    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+@router.post("/jobs/{job_id}/cancel", dependencies=[Depends(require_csrf)])
+def cancel(
+    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+) -> Response:
+    return _act(request, job_id, caller, session, "cancel")
+
+
+@router.post("/jobs/{job_id}/retry", dependencies=[Depends(require_csrf)])
+def retry(
+    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+) -> Response:
+    return _act(request, job_id, caller, session, "retry")

@@ -1,0 +1,98 @@
+"""Jinja2 environment, display filters, and the helpers every page renders through."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from web.pages.session import PageSession, write_cookie
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+templates = Jinja2Templates(directory=TEMPLATES)
+
+
+def _utc(value: datetime) -> datetime:
+    """The database stores naive UTC; API schemas return aware UTC. Compare them as aware."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def ago(value: datetime | None) -> str:
+    """'12 s ago', '5 min ago', '3 h ago', or a date for older times."""
+    if value is None:
+        return "—"
+    seconds = (datetime.now(UTC) - _utc(value)).total_seconds()
+    if seconds < 60:
+        return f"{max(0, int(seconds))} s ago"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def duration(seconds: float | None) -> str:
+    """'45 s', '12 min 03 s', '2 h 05 min'."""
+    if seconds is None:
+        return "—"
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    """A number with `digits` significant digits, '—' when missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+def gib(value: float | None) -> str:
+    return "—" if value is None else f"{value / 2**30:.2f} GiB"
+
+
+def stamp(value: datetime | None) -> str:
+    return "—" if value is None else _utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def elapsed(job: Any) -> float | None:
+    """A job's run time so far (running) or in total (finished); None before it starts."""
+    if job.started_at is None:
+        return None
+    end = _utc(job.finished_at) if job.finished_at else datetime.now(UTC)
+    return max(0.0, (end - _utc(job.started_at)).total_seconds())
+
+
+templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp)
+templates.env.filters["json_pretty"] = lambda value: json.dumps(value, indent=2)
+templates.env.globals["elapsed"] = elapsed
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any] | None = None, *, status_code: int = 200
+) -> HTMLResponse:
+    """Render a template with the page session (user, CSRF token) in its context."""
+    ps: PageSession = request.state.page_session
+    ctx = {"session": ps, "user": getattr(request.state, "user", None), "csrf_token": ps.csrf, **(context or {})}
+    response = templates.TemplateResponse(request, name, ctx, status_code=status_code)
+    write_cookie(request, response, ps)
+    return response
+
+
+def error_page(request: Request, status_code: int, title: str, message: str) -> HTMLResponse:
+    context = {"code": status_code, "title": title, "message": message}
+    return render(request, "error.html", context, status_code=status_code)
+
+
+def not_found(request: Request, what: str) -> HTMLResponse:
+    message = f"There is no {what}, or it belongs to a team you are not in."
+    return error_page(request, 404, "Not found", message)

@@ -1,0 +1,138 @@
+"""Submit a job: a form built from the spec schema (or a JSON editor), presets, clone from a job.
+
+Jobs are created by services.jobs.submit_job, the API's own path; its field errors are shown next to the fields.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from server.api.deps import get_session, get_settings
+from server.config import Settings
+from server.services.auth import Caller
+from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.jobs import job_detail, submit_job
+from web.pages.deps import page_caller, require_csrf
+from web.pages.render import render
+from web.pages.spec_form import build_sections, default_values, flatten, form_to_spec
+
+router = APIRouter()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def presets() -> dict[str, Path]:
+    """The example specs shipped in examples/*.json, by file stem."""
+    return {p.stem: p for p in sorted(EXAMPLES.glob("*.json"))} if EXAMPLES.is_dir() else {}
+
+
+def _page(
+    request: Request,
+    caller: Caller,
+    *,
+    mode: str,
+    values: dict[str, str],
+    spec_json: str,
+    errors: list[dict[str, str]] | None = None,
+    source: str = "",
+    team: str = "",
+    status_code: int = 200,
+) -> HTMLResponse:
+    keep = "&".join(f"{k}={v}" for k, v in request.query_params.items() if k in ("preset", "from") and v.isascii())
+    by_field: dict[str, list[str]] = {}
+    for error in errors or []:
+        by_field.setdefault(error["field"], []).append(error["message"])
+    sections = build_sections(values, by_field) if mode == "form" else []
+    shown = {f.name for s in sections for f in s.fields} | {s.name for s in sections}
+    unplaced = [e for e in errors or [] if e["field"] not in shown]
+    context = {
+        "section": "submit",
+        "mode": mode,
+        "sections": sections,
+        "spec_json": spec_json,
+        "errors": errors or [],
+        "unplaced": unplaced,
+        "presets": list(presets()),
+        "source": source,
+        "teams": [t.team_name for t in caller.teams if t.role in ("member", "admin")],
+        "team": team,
+        "tabs": {"form": f"/submit?{keep}", "json": f"/submit?mode=json&{keep}"},
+    }
+    return render(request, "submit.html", context, status_code=status_code)
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_page(
+    request: Request,
+    mode: str = "form",
+    preset: str = "",
+    from_: int | None = Query(None, alias="from"),
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """A new job's form: the spec defaults, a preset (?preset=tiny-native), or a job's spec (?from=12)."""
+    spec: dict[str, Any] | None = None
+    source = ""
+    errors: list[dict[str, str]] = []
+    if from_ is not None:
+        try:
+            spec = job_detail(session, caller, from_).spec
+            source = f"a clone of job #{from_}"
+        except NotFound:
+            errors.append({"field": "", "message": f"job #{from_} not found; starting from the defaults"})
+    elif preset:
+        path = presets().get(preset)
+        if path is None:
+            errors.append({"field": "", "message": f"no preset {preset!r}; starting from the defaults"})
+        else:
+            spec = json.loads(path.read_text())
+            source = f"the {preset} preset"
+    values = default_values()
+    if spec is not None:
+        values.update(flatten(spec))
+    spec_json = json.dumps(spec if spec is not None else form_to_spec(values), indent=2)
+    mode = "json" if mode == "json" else "form"
+    return _page(request, caller, mode=mode, values=values, spec_json=spec_json, errors=errors, source=source)
+
+
+@router.post("/submit", dependencies=[Depends(require_csrf)])
+async def submit(
+    request: Request,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> Response:
+    """Create the job and go to its page; on any error show the form again with the messages, storing nothing."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    mode = "json" if form.get("mode") == "json" else "form"
+    team = form.get("team") or None
+    spec_json = form.get("spec_json", "")
+    data: Any = None
+    errors: list[dict[str, str]] = []
+    if mode == "json":
+        try:
+            data = json.loads(spec_json)
+        except json.JSONDecodeError as exc:
+            errors = [{"field": "", "message": f"malformed JSON: {exc}"}]
+    else:
+        data = form_to_spec(form)
+        spec_json = json.dumps(data, indent=2)
+    if not errors:
+        if not caller.can_write:
+            errors = [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
+        else:
+            try:
+                job = submit_job(session, caller, data, settings, team)
+                return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+            except FieldErrors as exc:
+                errors = list(exc.detail)
+            except ServiceError as exc:
+                errors = [{"field": "", "message": str(exc.detail)}]
+    return _page(
+        request, caller, mode=mode, values=form, spec_json=spec_json, errors=errors, team=team or "", status_code=422
+    )

@@ -1,0 +1,77 @@
+// Sfumato pages: theme switch, log follow, lightbox. No inline scripts anywhere (CSP-friendly).
+(function () {
+  "use strict";
+
+  const THEME_KEY = "sfumato-theme";
+  const saved = localStorage.getItem(THEME_KEY);
+  if (saved) document.documentElement.dataset.theme = saved;
+
+  function currentTheme() {
+    const set = document.documentElement.dataset.theme;
+    if (set) return set;
+    return window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+
+  document.addEventListener("click", function (event) {
+    const toggle = event.target.closest("[data-theme-toggle]");
+    if (toggle) {
+      const next = currentTheme() === "dark" ? "light" : "dark";
+      document.documentElement.dataset.theme = next;
+      localStorage.setItem(THEME_KEY, next);
+      document.dispatchEvent(new CustomEvent("sfumato:theme"));
+      return;
+    }
+    const thumb = event.target.closest("a[data-lightbox]");
+    if (thumb && !event.ctrlKey && !event.metaKey) {
+      const dialog = document.getElementById("lightbox");
+      if (!dialog) return;
+      event.preventDefault();
+      dialog.querySelector("img").src = thumb.href;
+      dialog.querySelector("img").alt = thumb.dataset.caption || "";
+      dialog.querySelector("figcaption").textContent = thumb.dataset.caption || "";
+      dialog.showModal();
+      return;
+    }
+    if (event.target.matches("dialog.lightbox") || event.target.closest("[data-close]")) {
+      event.target.closest("dialog").close();
+    }
+  });
+
+  // Logs: keep the panel scrolled to the bottom while "follow" is ticked.
+  function follow(box) {
+    const toggle = document.getElementById("log-follow");
+    if (box && (!toggle || toggle.checked)) box.scrollTop = box.scrollHeight;
+  }
+  document.addEventListener("DOMContentLoaded", function () { follow(document.getElementById("log-box")); });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const box = event.target.closest && event.target.closest("#log-box");
+    if (box) follow(box);
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "log-follow" && event.target.checked) follow(document.getElementById("log-box"));
+  });
+
+  // Submit form: hide options of other executors / algorithms unless they hold a value or an error.
+  function syncOptionFields() {
+    document.querySelectorAll("[data-only-for]").forEach(function (wrap) {
+      const parts = wrap.dataset.onlyFor.split("=");
+      const chooser = document.querySelector('select[name="' + parts[0] + '"]');
+      if (!chooser) return;
+      const input = wrap.querySelector("input, select, textarea");
+      const keep = (input && input.value !== "" && input.type !== "checkbox") || wrap.querySelector(".field-error");
+      wrap.hidden = chooser.value !== parts[1] && !keep;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", syncOptionFields);
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('select[name="executor.name"], select[name="algorithm.name"]')) syncOptionFields();
+  });
+
+  // Gallery slider: show the chosen step while dragging.
+  document.addEventListener("input", function (event) {
+    if (event.target.matches("input[data-step-output]")) {
+      const out = document.getElementById(event.target.dataset.stepOutput);
+      if (out) out.textContent = "step " + event.target.value;
+    }
+  });
+})();
