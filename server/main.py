@@ -20,6 +20,7 @@ from server.api.router import api_router
 from server.config import Settings, get_settings
 from server.db import make_engine
 from server.migrate import ensure_sqlite_folder
+from web.pages import mount_web
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -51,5 +52,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api_router)
 
     # Web pages and static files (web/) are mounted here.
+    mount_web(app)
 
     return app
