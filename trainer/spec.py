@@ -33,7 +33,7 @@ ALGORITHMS = ("flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo")
 EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "digenrl")
 
 # Names the schema knows but the trainer cannot run yet; refused with "not available yet".
-UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset({"flow_grpo_fast", "dance_grpo", "flash_grpo"})
+UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset()
 UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"lean_retain", "lean_reweight", "jagg", "digenrl"})
 
 # Options each executor accepts; any other executor option set for it is refused.
@@ -160,6 +160,10 @@ class AlgorithmSpec(_Section):
             if getattr(self, option) is not None:
                 raise SpecError(option, f"does not apply to algorithm {self.name!r}")
         last = self.sampling_steps - 1
+        if self.name == "flow_grpo_fast":
+            self._window(last)
+        if self.name == "flash_grpo":
+            self._candidates(last)
         if self.train_timesteps is None:
             self.train_timesteps = last
         if self.train_timesteps >= self.sampling_steps:
@@ -169,6 +173,39 @@ class AlgorithmSpec(_Section):
                 f"allowed 1..{last}",
             )
         return self
+
+    def _window(self, last: int) -> None:
+        """Window of w SDE steps, trained, starting in [r0, r1); it must end before the last step."""
+        if self.window_size is None:
+            self.window_size = min(self.train_timesteps or 3, 3, last)
+        if self.window_size > last:
+            raise SpecError("window_size", f"must be at most sampling_steps - 1 = {last}")
+        if self.train_timesteps not in (None, self.window_size):
+            message = f"flow_grpo_fast trains its window: leave it unset or {self.window_size}"
+            raise SpecError("train_timesteps", message)
+        self.train_timesteps = self.window_size
+        if self.window_range is None:
+            self.window_range = (0, max(1, self.sampling_steps // 2 - self.window_size + 1))
+        low, high = self.window_range
+        if not 0 <= low < high:
+            raise SpecError("window_range", "must be [start, end) with 0 <= start < end")
+        if high - 1 + self.window_size > last:
+            raise SpecError(
+                "window_range",
+                f"a window starting at {high - 1} would train step {high - 2 + self.window_size}; "
+                f"the last trainable step is {last - 1}, so end must be at most {last - self.window_size + 1}",
+            )
+
+    def _candidates(self, last: int) -> None:
+        """One trained step per prompt, drawn from steps 0..candidate_steps-1."""
+        if self.candidate_steps is None:
+            self.candidate_steps = max(1, self.sampling_steps // 2)
+        if self.candidate_steps > last:
+            message = f"must be at most sampling_steps - 1 = {last}: the last step is never trained"
+            raise SpecError("candidate_steps", message)
+        if self.train_timesteps not in (None, 1):
+            raise SpecError("train_timesteps", "flash_grpo trains exactly one step per sample: leave it unset or 1")
+        self.train_timesteps = 1
 
 
 class ExecutorSpec(_Section):

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.trainer.conftest import REPO, read_metrics, tiny_spec, write_spec
+
+
+def torchrun(tmp_path: Path, sfumato_home: Path, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
+    env.pop("SFUMATO_API_URL", None)
+    spec_path = write_spec(tmp_path / "spec.json", spec)
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "trainer", "run", "--spec", str(spec_path), "--output-dir", str(tmp_path / "out")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
+    )
 
 
 @pytest.mark.slow
@@ -17,13 +30,7 @@ def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: 
     spec = tiny_spec(algorithm={"total_steps": 2}, resources={"devices": 2}, samples={"every": 2, "count": 1},
                      checkpoint={"every": 1})
     out = tmp_path / "out"
-    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
-    env.pop("SFUMATO_API_URL", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "trainer", "run", "--spec", str(write_spec(tmp_path / "spec.json", spec)), "--output-dir", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
-    )
+    result = torchrun(tmp_path, sfumato_home, spec)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 rank(s)" in result.stdout
     assert "step 1/2" in result.stdout and "step 2/2" in result.stdout
@@ -31,3 +38,19 @@ def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: 
     assert [m["step"] for m in metrics] == [1, 2]
     assert metrics[0]["ratio/max_abs_dev"] == 0.0
     assert (out / "model" / "adapter_model.safetensors").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["flow-grpo-fast", "dance-grpo", "flash-grpo"])
+def test_every_algorithm_example_trains_two_steps_on_two_ranks(
+    example: str, tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    spec = json.loads((REPO / "examples" / f"{example}.json").read_text())
+    spec.update(samples={"every": 2, "count": 1}, checkpoint={"every": 0})
+    spec["algorithm"]["total_steps"] = 2
+    spec["resources"]["devices"] = 2
+    result = torchrun(tmp_path, sfumato_home, spec)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    metrics = read_metrics(tmp_path / "out")
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert metrics[0]["ratio/max_abs_dev"] == 0.0

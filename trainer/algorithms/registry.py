@@ -5,11 +5,17 @@ from __future__ import annotations
 import torch
 
 from trainer.algorithms.base import Algorithm
+from trainer.algorithms.dance_grpo import DanceGRPO
+from trainer.algorithms.flash_grpo import FlashGRPO
 from trainer.algorithms.flow_grpo import FlowGRPO
+from trainer.algorithms.flow_grpo_fast import FlowGRPOFast
 from trainer.spec import AlgorithmSpec
 
 ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
     "flow_grpo": FlowGRPO,
+    "flow_grpo_fast": FlowGRPOFast,
+    "dance_grpo": DanceGRPO,
+    "flash_grpo": FlashGRPO,
 }
 
 
