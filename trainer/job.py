@@ -9,6 +9,7 @@ It decides nothing about *when* these run; that is the executor's job (executors
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +44,20 @@ class StepTerms:
     approx_kl: float
 
 
+@dataclass
+class Replay:
+    """A fixed trajectory and its scores: in replay mode (executors.md §6.1) every executor's
+    forwards see exactly these inputs instead of drawing noise, so gradients can be compared."""
+
+    trajectory: Trajectory
+    scores: Scores
+
+
+# Called with ("sync", grads) before gradients are reduced and ("clip", grads) before clipping:
+# the audit captures the gradient there, tests check what each stage sees.
+GradientHook = Callable[[str, list[torch.Tensor]], None]
+
+
 class TrainingJob:
     def __init__(
         self, spec: JobSpec, dist: Distributed, family: ModelFamily, algorithm: Algorithm, reward: WeightedReward
@@ -62,6 +77,8 @@ class TrainingJob:
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
         self._conditioning: dict[str, Conditioning] = {}
+        self.replay: Replay | None = None
+        self.gradient_hooks: list[GradientHook] = []
 
     # --- set-up --------------------------------------------------------------------------
     def broadcast_parameters(self) -> None:
@@ -89,6 +106,8 @@ class TrainingJob:
         return self.algorithm.plan(batch, self.dist)
 
     def rollout(self, batch: SampleBatch, plan: StepPlan) -> Trajectory:
+        if self.replay is not None:
+            return self.replay.trajectory
         cond = self.conditioning(batch.prompts)
         uncond = self.unconditional(len(batch.prompts))
         return rollout(
@@ -97,6 +116,8 @@ class TrainingJob:
         )
 
     def score(self, trajectory: Trajectory, batch: SampleBatch) -> Scores:
+        if self.replay is not None:
+            return self.replay.scores
         total, parts = self.reward(trajectory.images, batch.prompts)
         return Scores(total, parts)
 
@@ -152,6 +173,7 @@ class TrainingJob:
     # --- gradients -----------------------------------------------------------------------
     def synchronize_gradients(self) -> None:
         """Average gradients over ranks in one coalesced all-reduce (after the last backward)."""
+        self.notify("sync")
         if self.dist.world_size == 1:
             return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
@@ -163,8 +185,15 @@ class TrainingJob:
             param.grad = flat[offset : offset + count].view_as(param).clone()
             offset += count
 
+    def notify(self, event: str) -> None:
+        if self.gradient_hooks:
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
+            for hook in self.gradient_hooks:
+                hook(event, grads)
+
     def optimizer_step(self) -> float:
         """Clip the (synchronised) gradient norm, step AdamW, zero the gradients."""
+        self.notify("clip")
         norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
