@@ -19,7 +19,7 @@ from trainer.algorithms.registry import make_algorithm
 from trainer.checkpoint import export_model, latest_checkpoint, load_checkpoint, save_checkpoint
 from trainer.distributed import Distributed, init_distributed
 from trainer.executors.base import StepResult
-from trainer.executors.registry import make_executor
+from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
 from trainer.layout import layout_error, step_batch
 from trainer.models.loading import load_family
@@ -51,7 +51,8 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     spec = load_spec(spec_path)
     quiet_libraries()
     dist = init_distributed(spec.resources.device_type)
-    problem = layout_error(spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.world_size, "sharded")
+    layout = EXECUTOR_CLASSES[spec.executor.name].layout
+    problem = layout_error(spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.world_size, layout)
     if problem:
         raise SpecError("algorithm.prompts_per_step", problem)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,9 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     for step in range(first_step, total + 1):
         started = time.perf_counter()
         algo = spec.algorithm
-        batch = step_batch(pool, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size)
+        batch = step_batch(
+            pool, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, layout
+        )
         result = executor.train_step(batch)
         metrics = step_metrics(result, job, dist, time.perf_counter() - started)
         if dist.is_main:

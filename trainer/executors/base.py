@@ -50,6 +50,8 @@ class StepResult:
 
 class Executor(ABC):
     name: ClassVar[str]
+    # Which samples each rank holds (trainer/layout.py): the Lean executors need "shared".
+    layout: ClassVar[str] = "sharded"
 
     def __init__(self, job: TrainingJob) -> None:
         self.job = job
