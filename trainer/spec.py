@@ -39,8 +39,8 @@ UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"lean_retain", "lean_reweight
 # Options each executor accepts; any other executor option set for it is refused.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     "native": frozenset(),
-    "lean_retain": frozenset({"max_retained_graphs"}),
-    "lean_reweight": frozenset({"buffer_regime"}),
+    "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard", "on_adv_clip"}),
+    "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip"}),
     "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn"}),
     "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
 }
@@ -211,6 +211,15 @@ class AlgorithmSpec(_Section):
 class ExecutorSpec(_Section):
     name: Literal["native", "lean_retain", "lean_reweight", "jagg", "digenrl"] = "native"
     max_retained_graphs: int | None = Field(None, ge=1, description="lean_retain: graphs kept at once before refusing")
+    on_memory_guard: Literal["fail", "native", "lean_reweight"] | None = Field(
+        None, description="lean_retain: over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
+    )
+    on_adv_clip: Literal["fail", "log", "native_fallback"] | None = Field(
+        None, description="lean executors, global std: what to do when the advantage clip bites (default fail)"
+    )
+    kl: Literal["require_zero", "extra_vjp"] | None = Field(
+        None, description="lean_reweight: refuse kl_beta > 0, or pay one more VJP per trained step for the KL"
+    )
     buffer_regime: Literal["auto", "per_rank", "per_sample", "affine"] | None = Field(
         None, description="lean_reweight: how per-sample gradients are buffered"
     )
@@ -336,9 +345,75 @@ class JobSpec(_Section):
             raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
         return self
 
+    @model_validator(mode="after")
+    def _executor_fits(self) -> JobSpec:
+        """Executor/algorithm/resources pairs that are not exact or cannot run (executors.md §3.7)."""
+        name, algo, executor = self.executor.name, self.algorithm, self.executor
+        trained: int = algo.train_timesteps  # type: ignore[assignment]
+        if name in ("lean_retain", "lean_reweight"):
+            if algo.inner_epochs != 1:
+                raise SpecError("algorithm.inner_epochs", f"{name} reuses the rollout graphs: it needs exactly 1")
+            if algo.group_size % self.world_size:
+                message = f"{name} shares each prompt over all {self.world_size} ranks: it must divide by them"
+                raise SpecError("algorithm.group_size", message)
+        if name == "lean_retain" and executor.max_retained_graphs is not None:
+            bound = retained_graph_bound(self)
+            if bound > executor.max_retained_graphs and executor.on_memory_guard in (None, "fail"):
+                raise SpecError(
+                    "executor.max_retained_graphs",
+                    f"lean_retain would keep up to {bound} sample-step graphs per rank (local samples × trained "
+                    f"steps), over {executor.max_retained_graphs}; raise it, or set executor.on_memory_guard "
+                    "to 'native' or 'lean_reweight'",
+                )
+        if name == "lean_reweight":
+            if algo.kl_beta > 0 and executor.kl != "extra_vjp":
+                raise SpecError(
+                    "algorithm.kl_beta",
+                    "lean_reweight scales provisional gradients by the advantage, which the KL term must not be: "
+                    "set kl_beta to 0 or executor.kl to 'extra_vjp' (one more VJP per trained step)",
+                )
+            local = algo.group_size // self.world_size
+            if executor.buffer_regime == "per_rank" and local != 1:
+                raise SpecError(
+                    "executor.buffer_regime",
+                    f"'per_rank' needs one sample per prompt per rank; here group_size / ranks = {local}",
+                )
+        if name == "jagg":
+            if algo.name == "flash_grpo":
+                raise SpecError("executor.name", "jagg aggregates groups of trained steps; flash_grpo trains one")
+            width = executor.group_width or 4
+            if trained < width:
+                message = f"must be at most the trained steps per sample ({trained}): no full group otherwise"
+                raise SpecError("executor.group_width", message)
+        if name == "digenrl":
+            if self.world_size < 2:
+                raise SpecError("resources.devices", "digenrl needs at least 2 devices: a rollout and a trainer pool")
+            pool = executor.rollout_devices or 1
+            if pool >= self.world_size:
+                message = f"must leave at least one of the {self.world_size} devices to the trainer pool"
+                raise SpecError("executor.rollout_devices", message)
+            if algo.inner_epochs != 1:
+                raise SpecError("algorithm.inner_epochs", "digenrl trains each unit once: it needs exactly 1")
+        return self
+
     @property
     def world_size(self) -> int:
         return self.resources.devices * self.resources.nodes
+
+
+def retained_graph_bound(spec: JobSpec) -> int:
+    """Sample-step graphs lean_retain keeps per rank until the rewards arrive: every local sample
+    forwards each rollout step that any local sample trains, with grad, in one batch."""
+    algo = spec.algorithm
+    local = algo.prompts_per_step * algo.group_size // spec.world_size
+    trained: int = algo.train_timesteps  # type: ignore[assignment]
+    if algo.name == "dance_grpo":
+        steps = min(algo.sampling_steps - 1, local * trained)
+    elif algo.name == "flash_grpo":
+        steps = min(algo.candidate_steps or 1, algo.prompts_per_step)
+    else:
+        steps = trained
+    return local * steps
 
 
 def _available(names: tuple[str, ...], unavailable: frozenset[str]) -> str:
