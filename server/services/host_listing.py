@@ -15,7 +15,7 @@ def list_hosts(session: Session, caller: Caller) -> HostList:
     """Every host; a device's holding job is named only when the caller may see that job."""
     hosts = session.scalars(select(Host).options(selectinload(Host.devices)).order_by(Host.name)).all()
     live = select(Allocation.device_id, Allocation.job_id).where(Allocation.released_at.is_(None))
-    held = dict(session.execute(live).tuples().all())
+    held: dict[int, int] = {device_id: job_id for device_id, job_id in session.execute(live)}
     visible = set(session.scalars(scope_jobs(select(Job.id).where(Job.id.in_(set(held.values()))), caller)))
     items = [
         HostOut(

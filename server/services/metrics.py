@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sqlalchemy import Insert, func, or_, select, update
+from sqlalchemy import Insert, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -24,14 +24,17 @@ from server.models import Job, Metric
 from server.schemas.metrics import MetricBatch, MetricSeries
 from server.services.errors import Conflict, PayloadTooLarge
 
-# Rows per INSERT: 7 columns stay far below SQLite's and PostgreSQL's bound-parameter limits.
-INSERT_CHUNK = 2000
-
 
 def _insert_ignoring_duplicates(session: Session) -> Insert:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING step: the returned rows are exactly the new points.
+
+    Executed with a list of rows, SQLAlchemy sends it as multi-row VALUES batches ("insertmanyvalues")
+    from one cached statement, on both databases.
+    """
     dialect = session.get_bind().dialect.name
     module: Any = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(Metric.__table__).on_conflict_do_nothing()  # type: ignore[no-any-return]
+    table = Metric.__table__
+    return module.insert(table).on_conflict_do_nothing().returning(table.c.step)  # type: ignore[no-any-return]
 
 
 def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_points: int) -> tuple[int, int]:
@@ -71,11 +74,7 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
             .values(superseded=True)
             .execution_options(synchronize_session=False)
         )
-    stored = 0
-    statement = _insert_ignoring_duplicates(session)
-    for start in range(0, len(rows), INSERT_CHUNK):
-        result = session.execute(statement.values(rows[start : start + INSERT_CHUNK]))
-        stored += result.rowcount  # type: ignore[attr-defined]
+    stored = len(session.connection().execute(_insert_ignoring_duplicates(session), rows).all()) if rows else 0
     session.commit()
     return stored, skipped
 
@@ -90,10 +89,10 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
     lo, hi = session.execute(select(func.min(Metric.step), func.max(Metric.step)).where(*live)).one()
     if lo is None:
         return [MetricSeries(key=key, steps=[], values=[]) for key in keys]
-    query = select(Metric.key, Metric.step, Metric.value).where(*live)
     if hi - lo + 1 > max_points:
-        query = query.where(Metric.step.in_(_extreme_steps(job_id, keys, lo, hi, max_points)))
-    rows = session.execute(query).all()
+        rows = session.execute(_bucket_extremes(live, keys, lo, hi, max_points)).all()
+    else:
+        rows = session.execute(select(Metric.key, Metric.step, Metric.value).where(*live)).all()
 
     steps = sorted({step for _key, step, _value in rows})
     position = {step: i for i, step in enumerate(steps)}
@@ -103,20 +102,31 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
     return [MetricSeries(key=key, steps=steps, values=values[key]) for key in keys]
 
 
-def _extreme_steps(job_id: int, keys: list[str], lo: int, hi: int, max_points: int) -> Any:
-    """The steps holding, per bucket and key, the minimum, the maximum and the last point."""
+def _bucket_extremes(live: tuple[Any, ...], keys: list[str], lo: int, hi: int, max_points: int) -> Any:
+    """(key, step, value) at every step that holds, for some key and bucket, the minimum, the maximum or the last point.
+
+    One scan with window functions (no self-join, no IN-subquery that a planner may re-run per row).
+    """
     buckets = max(1, max_points // (3 * len(keys)))
     width = -(-(hi - lo + 1) // buckets)  # ceil: `buckets` equal bucket edges cover [lo, hi]
-    bucket = (Metric.step - lo) // width
-    partition = (Metric.key, bucket)
+    partition = (Metric.key, (Metric.step - lo) // width)
     ranked = (
         select(
+            Metric.key,
             Metric.step,
+            Metric.value,
             func.row_number().over(partition_by=partition, order_by=(Metric.value.asc(), Metric.step)).label("rmin"),
             func.row_number().over(partition_by=partition, order_by=(Metric.value.desc(), Metric.step)).label("rmax"),
             func.row_number().over(partition_by=partition, order_by=Metric.step.desc()).label("rlast"),
         )
-        .where(Metric.job_id == job_id, Metric.key.in_(keys), Metric.superseded.is_(False))
+        .where(*live)
         .subquery()
     )
-    return select(ranked.c.step).where(or_(ranked.c.rmin == 1, ranked.c.rmax == 1, ranked.c.rlast == 1))
+    extreme = case((or_(ranked.c.rmin == 1, ranked.c.rmax == 1, ranked.c.rlast == 1), 1), else_=0)
+    marked = select(
+        ranked.c.key,
+        ranked.c.step,
+        ranked.c.value,
+        func.max(extreme).over(partition_by=ranked.c.step).label("kept"),
+    ).subquery()
+    return select(marked.c.key, marked.c.step, marked.c.value).where(marked.c.kept == 1)

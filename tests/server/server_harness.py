@@ -53,7 +53,13 @@ class Harness:
         return int(response.json()["id"])
 
     def add_user(
-        self, username: str, team: str, role: str = "member", *, scope: str = "write", expires_at: datetime | None = None
+        self,
+        username: str,
+        team: str,
+        role: str = "member",
+        *,
+        scope: str = "write",
+        expires_at: datetime | None = None,
     ) -> Headers:
         """A user in `team` (created if new) with one API token; returns its auth headers."""
         raw = new_token(USER_TOKEN_PREFIX)
@@ -68,6 +74,13 @@ class Harness:
             )
             session.commit()
         return bearer(raw)
+
+    def join(self, username: str, team: str, role: str = "member") -> None:
+        with self.session() as session:
+            user = session.query(User).filter_by(username=username).one()
+            team_row = session.query(Team).filter_by(name=team).one()
+            session.add(Membership(user_id=user.id, team_id=team_row.id, role=role))
+            session.commit()
 
     def add_host(self, name: str, device_type: str = "cuda", count: int = 2, status: str = "online") -> int:
         with self.session() as session:
