@@ -1,0 +1,43 @@
+"""The `start_platform` fixture: a whole platform in real processes, stopped after the test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from platform_harness import Platform, launch_platform
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trainer's built-in tiny model, built once per session (in a process of its own)."""
+    target = tmp_path_factory.mktemp("tiny") / "builtin-tiny-sd3"
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from pathlib import Path; from trainer.models.builtin_tiny import ensure_builtin_tiny; "
+            f"ensure_builtin_tiny(Path({str(target)!r}))",
+        ],
+        check=True,
+        timeout=300,
+    )
+    return target
+
+
+@pytest.fixture
+def start_platform(tmp_path: Path, tiny_model: Path) -> Iterator[Callable[[str, str], Platform]]:
+    """Start a platform on a database URL and a broker URL (empty: the embedded SQLite broker)."""
+    started: list[Platform] = []
+
+    def start(database_url: str, broker_url: str) -> Platform:
+        platform = launch_platform(tmp_path, database_url, broker_url, tiny_model)
+        started.append(platform)
+        return platform
+
+    yield start
+    for platform in started:
+        platform.stop()

@@ -1,0 +1,163 @@
+"""A whole platform in real processes: uvicorn with create_app, a `celery -A worker.celery_app worker`
+on its own host queue, and the scheduler loop, all on one database and one broker.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.db import make_engine
+from server.migrate import upgrade
+from server.services.auth import ensure_admin
+
+REPO = Path(__file__).resolve().parents[2]
+TINY_SPEC = REPO / "examples" / "tiny-native.json"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Platform:
+    url: str
+    token: str
+    host_name: str
+    env: dict[str, str]
+    logs: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
+
+    def start(self, name: str, argv: list[str]) -> None:
+        out = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        self.procs[name] = subprocess.Popen(
+            argv, env=self.env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        out.close()
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def output(self) -> str:
+        return "\n".join(f"--- {p.name} ---\n{p.read_text(errors='replace')[-4000:]}" for p in self.logs.glob("*.log"))
+
+    def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    pytest.fail(f"{name} exited with {proc.returncode} while waiting for {what}\n{self.output()}")
+            value = check()
+            if value:
+                return value
+            time.sleep(0.3)
+        pytest.fail(f"timed out after {timeout:g} s waiting for {what}\n{self.output()}")
+
+    def submit(self, spec: dict[str, Any]) -> int:
+        with self.client() as http:
+            response = http.post("/api/v1/jobs", json=spec)
+        assert response.status_code == 201, response.text
+        return int(response.json()["id"])
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        with self.client() as http:
+            response = http.get(f"/api/v1/jobs/{job_id}")
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    def wait_status(self, job_id: int, statuses: tuple[str, ...], timeout: float = 120.0) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            job = self.job(job_id)
+            return job if job["status"] in statuses else None
+
+        return dict(self.wait_for(f"job {job_id} to be {'/'.join(statuses)}", reached, timeout))
+
+
+def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path) -> Platform:
+    """Migrate, create the admin, start server + worker + scheduler, and wait until the host is online.
+
+    An empty `broker_url` means the embedded default broker (SQLite under the platform's home).
+    `tiny_model` is a built tiny model, linked where the trainer caches it, so no test builds it twice.
+    """
+    port = free_port()
+    token = "sfu_" + secrets.token_urlsafe(24)
+    host_name = f"it-{uuid.uuid4().hex[:10]}"
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "SFUMATO_HOME": str(home),
+        "SFUMATO_DATABASE_URL": database_url,
+        "SFUMATO_BROKER_URL": broker_url,
+        "SFUMATO_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "SFUMATO_ADMIN_TOKEN": token,
+        "SFUMATO_WORKER_HOSTNAME": host_name,
+        "SFUMATO_WORKER_CPU_SLOTS": "3",
+        "SFUMATO_HEARTBEAT_SECONDS": "1",
+        "SFUMATO_SCHEDULER_INTERVAL_SECONDS": "0.5",
+        "SFUMATO_CANCEL_GRACE_SECONDS": "5",
+    }
+    home.mkdir(parents=True)
+    (home / tiny_model.name).symlink_to(tiny_model, target_is_directory=True)
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        ensure_admin(session, Settings(home=home, database_url=database_url, admin_token=token))
+    engine.dispose()
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    platform = Platform(f"http://127.0.0.1:{port}", token, host_name, env, logs)
+    me = [sys.executable, "-m", "server.cli"]
+    try:
+        platform.start("server", [*me, "server", "--port", str(port)])
+        platform.start(
+            "worker",
+            [
+                sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+                "--pool", "threads", "--concurrency", "3", "--queues", f"host.{host_name}",
+                "--hostname", f"{host_name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "info",
+            ],
+        )  # fmt: skip
+        platform.start("scheduler", [*me, "scheduler"])
+
+        def host_online() -> bool:
+            try:
+                with platform.client() as http:
+                    hosts = http.get("/api/v1/hosts").json()["items"]
+            except httpx.HTTPError:
+                return False
+            return any(h["name"] == host_name and h["status"] == "online" for h in hosts)
+
+        platform.wait_for("the server and the worker's host", host_online, timeout=90)
+    except BaseException:
+        platform.stop()
+        raise
+    return platform
