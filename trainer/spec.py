@@ -34,12 +34,12 @@ EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "digenrl")
 
 # Names the schema knows but the trainer cannot run yet; refused with "not available yet".
 UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset()
-UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"lean_retain", "lean_reweight", "jagg", "digenrl"})
+UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"lean_reweight", "jagg", "digenrl"})
 
 # Options each executor accepts; any other executor option set for it is refused.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     "native": frozenset(),
-    "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard", "on_adv_clip"}),
+    "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard"}),
     "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip"}),
     "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn"}),
     "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
@@ -215,7 +215,7 @@ class ExecutorSpec(_Section):
         None, description="lean_retain: over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
     )
     on_adv_clip: Literal["fail", "log", "native_fallback"] | None = Field(
-        None, description="lean executors, global std: what to do when the advantage clip bites (default fail)"
+        None, description="lean_reweight, global std: what to do when the advantage clip bites (default fail)"
     )
     kl: Literal["require_zero", "extra_vjp"] | None = Field(
         None, description="lean_reweight: refuse kl_beta > 0, or pay one more VJP per trained step for the KL"
