@@ -21,17 +21,35 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--spec", type=Path, required=True)
     run_parser.add_argument("--output-dir", type=Path, required=True)
     run_parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    audit_parser = commands.add_parser("audit", help="compare executors' gradients with native's on one trajectory")
+    audit_parser.add_argument("--spec", type=Path, required=True)
+    audit_parser.add_argument("--executors", required=True, help="comma-separated, e.g. native,lean_retain")
     args = parser.parse_args(argv)
 
-    from trainer.run import run
-
     try:
+        if args.command == "audit":
+            return audit_command(args.spec, args.executors.split(","))
+        from trainer.run import run
+
         run(args.spec, args.output_dir, args.resume)
     except (ValidationError, SpecError) as exc:
         for error in spec_errors(exc):
             print(f"spec error: {error['field']}: {error['message']}", file=sys.stderr)
         return 2
     return 0
+
+
+def audit_command(spec: Path, executors: list[str]) -> int:
+    """Print the audit JSON (rank 0); exit 1 when an exact executor misses its threshold."""
+    import json
+    import os
+
+    from trainer.audit import audit
+
+    report = audit(spec, [name.strip() for name in executors if name.strip()])
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(report, indent=2))
+    return 1 if any(r["verdict"] == "fail" for r in report["executors"].values()) else 0
 
 
 if __name__ == "__main__":
