@@ -1,0 +1,180 @@
+"""The gradient audit (executors.md §6.1): one training step per executor on one fixed
+trajectory, gradients compared with native's.
+
+The native sampler rolls out once; its latents, log-probs and rewards are frozen as a
+:class:`~trainer.job.Replay`. Then, from the same weights and optimizer state, each executor
+takes one step in replay mode (its forwards see exactly the stored x_i and x_{i+1}), and the
+flattened gradient is captured after synchronisation and before clipping (the ``"clip"`` hook).
+fp32 and deterministic kernels, so E0 executors can be compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.algorithms.registry import make_algorithm
+from trainer.distributed import init_distributed
+from trainer.executors.registry import EXECUTOR_CLASSES
+from trainer.job import Replay, TrainingJob
+from trainer.layout import SampleBatch, layout_error, step_batch
+from trainer.models.loading import load_family
+from trainer.prompts import load_prompts
+from trainer.rewards.registry import WeightedReward
+from trainer.run import load_spec, quiet_libraries
+from trainer.sampling.schedule import shifted_sigmas
+from trainer.spec import JobSpec, SpecError, parse_spec
+
+# Relative L2 each exact executor must stay within (§6.1 table); others are reported only.
+THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
+WORST_TENSORS = 5
+
+
+@dataclass
+class Capture:
+    gradient: torch.Tensor  # flattened, after sync, before clipping
+    per_tensor: list[torch.Tensor]
+    update: torch.Tensor  # θ after one AdamW step − θ before
+    extra: dict[str, Any]
+
+
+def deterministic() -> None:
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def spec_for(spec: JobSpec, name: str) -> JobSpec:
+    """The audited spec with its executor section swapped (options kept for the spec's own executor)."""
+    data = spec.model_dump()
+    if name != spec.executor.name:
+        data["executor"] = {"name": name}
+    return parse_spec(data)
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """In [-1, 1]: rounding can push the raw quotient a hair past 1."""
+    return max(-1.0, min(1.0, float(torch.nn.functional.cosine_similarity(a, b, dim=0))))
+
+
+def compare(candidate: Capture, reference: Capture, names: list[str]) -> dict[str, Any]:
+    g, n = candidate.gradient.double(), reference.gradient.double()
+    norm = float(n.norm())
+    per_tensor = []
+    for name, a, b in zip(names, candidate.per_tensor, reference.per_tensor, strict=True):
+        scale = float(b.double().norm()) or 1.0
+        per_tensor.append((float((a.double() - b.double()).norm()) / scale, name))
+    per_tensor.sort(reverse=True)
+    du, dn = candidate.update.double(), reference.update.double()
+    return {
+        "bitwise_equal": bool(torch.equal(candidate.gradient, reference.gradient)),
+        "rel_l2": float((g - n).norm()) / norm if norm else float((g - n).norm()),
+        "cosine": cosine(g, n),
+        "max_abs_diff": float((g - n).abs().max()),
+        "grad_norm": float(g.norm()),
+        "native_grad_norm": norm,
+        "worst_tensors": [{"name": name, "rel_l2": rel} for rel, name in per_tensor[:WORST_TENSORS]],
+        "update_rel_l2": float((du - dn).norm() / dn.norm()) if float(dn.norm()) else 0.0,
+        "update_cosine": cosine(du, dn),
+    }
+
+
+def verdict(name: str, spec: JobSpec, result: dict[str, Any]) -> str:
+    if name in THRESHOLDS:
+        return "pass" if result["rel_l2"] <= THRESHOLDS[name] else "fail"
+    warn = spec.executor.cosine_warn if spec.executor.name == name else None
+    if warn is not None and result["cosine"] < warn:
+        return "warn"
+    return "report"
+
+
+def run_one(job: TrainingJob, name: str, spec: JobSpec, batch: SampleBatch) -> Capture:
+    """One step of ``name`` from the job's current weights; the first clip-hook gradient is kept."""
+    captured: list[list[torch.Tensor]] = []
+
+    def hook(event: str, grads: list[torch.Tensor]) -> None:
+        if event == "clip" and not captured:
+            captured.append([g.detach().clone() for g in grads])
+
+    before = [p.detach().clone() for p in job.parameters]
+    job.spec = spec
+    job.gradient_hooks.append(hook)
+    try:
+        executor = EXECUTOR_CLASSES[name](job)
+        executor.train_step(batch)
+    finally:
+        job.gradient_hooks.remove(hook)
+    extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
+    update = torch.cat([(p.detach() - b).reshape(-1) for p, b in zip(job.parameters, before, strict=True)])
+    (grads,) = captured
+    return Capture(torch.cat([g.reshape(-1) for g in grads]), grads, update, extra)
+
+
+def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
+    """Run the audit on this rank; every rank returns the same report."""
+    spec = load_spec(spec_path)
+    if spec.model.dtype != "float32":
+        raise SpecError("model.dtype", "the audit compares fp32 gradients: set it to 'float32'")
+    unknown = [n for n in names if n not in EXECUTOR_CLASSES]
+    if unknown:
+        raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; available: {', '.join(EXECUTOR_CLASSES)}")
+    if "native" not in names:
+        names = ["native", *names]
+    specs = {name: spec_for(spec, name) for name in names}
+    quiet_libraries()
+    deterministic()
+    dist = init_distributed(spec.resources.device_type)
+    algo = spec.algorithm
+    layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
+    problem = layout_error(algo.prompts_per_step, algo.group_size, dist.world_size, layout)
+    if problem:
+        raise SpecError("algorithm.prompts_per_step", problem)
+    torch.manual_seed(spec.seed)
+    family = load_family(spec.model, dist.device)
+    algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
+    job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
+    pool = load_prompts(spec.prompts.source)
+    batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, layout)
+
+    plan = job.plan(batch)
+    with torch.no_grad():
+        trajectory = job.rollout(batch, plan)
+    job.replay = Replay(trajectory, job.score(trajectory, batch))
+    weights = [p.detach().clone() for p in job.parameters]
+    optimizer_state = copy.deepcopy(job.optimizer.state_dict())
+    names_by_param = [n for n, p in job.policy.named_parameters() if p.requires_grad]
+
+    captures: dict[str, Capture] = {}
+    for name in names:
+        with torch.no_grad():
+            for param, value in zip(job.parameters, weights, strict=True):
+                param.copy_(value)
+        job.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
+        job.optimizer.zero_grad(set_to_none=True)
+        captures[name] = run_one(job, name, specs[name], batch)
+
+    report: dict[str, Any] = {
+        "spec": str(spec_path),
+        "world_size": dist.world_size,
+        "layout": layout,
+        "samples": batch.global_size,
+        "trainable_parameters": sum(p.numel() for p in job.parameters),
+        "executors": {},
+    }
+    for name in names:
+        if name == "native":
+            continue
+        result = compare(captures[name], captures["native"], names_by_param)
+        result.update(captures[name].extra)
+        result["verdict"] = verdict(name, specs[name], result)
+        report["executors"][name] = result
+    dist.barrier()
+    dist.close()
+    return report

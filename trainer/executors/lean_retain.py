@@ -1,0 +1,111 @@
+"""``lean_retain``: keep the rollout's graphs, backward them once the advantages are known
+(executors.md §3.3, LeanGRPO *Retain*).
+
+The rank's samples are rolled out together, in the batch shape native re-forwards, with every
+trained step forwarded with grad; its log-prob graph is kept and the next latent detached.
+After scoring, each kept graph is backwarded with native's exact surrogate (ρ = exp(ℓ − ℓ_old),
+which is 1, clipped, + β·KL with μ_ref taken during the rollout), one backward per training
+position in native's order, so the gradient is native's bit for bit (class E0). Since the whole
+local batch is one round, the advantages (global std and clip included) are final before any
+backward. A graph shared by several positions (DanceGRPO) is retained until its last use.
+
+Memory guard: when ``retained_graph_bound`` exceeds ``executor.max_retained_graphs`` the spec
+is refused, unless ``on_memory_guard`` declares a fallback schedule, which then runs every step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from trainer.algorithms.base import StepPlan
+from trainer.executors.base import Executor, StepResult
+from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
+from trainer.executors.step_report import StepReport
+from trainer.job import StepTerms, TrainingJob
+from trainer.layout import SampleBatch
+from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.rollout import Trajectory
+from trainer.spec import retained_graph_bound
+
+
+class LeanRetainExecutor(Executor):
+    name = "lean_retain"
+    layout = "shared"
+
+    def __init__(self, job: TrainingJob) -> None:
+        super().__init__(job)
+        self.fallback: Executor | None = None
+        limit = job.spec.executor.max_retained_graphs
+        if limit is not None and retained_graph_bound(job.spec) > limit:
+            from trainer.executors.registry import make_executor
+
+            self.fallback = make_executor(job.spec.executor.on_memory_guard or "native", job)
+
+    def train_step(self, batch: SampleBatch) -> StepResult:
+        if self.fallback is not None:
+            result = self.fallback.train_step(batch)
+            result.metrics["executor/memory_guard_fallback"] = 1.0
+            return result
+        job = self.job
+        started = time.perf_counter()
+        plan = job.plan(batch)
+        graphs: dict[int, TrainedForward] = {}
+        rows = len(batch.prompts)
+        trajectory = rollout_with_graphs(job, batch, plan, list(range(rows)), lambda f: graphs.__setitem__(f.step, f))
+        retained = len(graphs) * rows
+        rolled = time.perf_counter()
+        scores = job.score(trajectory, batch)
+        advantages, stats, rewards = job.advantages(scores, batch)
+        scored = time.perf_counter()
+
+        report = StepReport()
+        trained = plan.trained.shape[1]
+        last_use = {int(step): position for position in range(trained) for step in plan.trained[:, position]}
+        for position in range(trained):
+            steps = [int(s) for s in plan.trained[:, position]]
+            terms = self.step_terms(graphs, steps, trajectory, plan, advantages)
+            keep = any(last_use[s] > position for s in set(steps))
+            (terms.loss / trained).backward(retain_graph=keep)
+            report.add(terms)
+            for step in set(steps):
+                if last_use[step] == position:
+                    del graphs[step]
+        synced = time.perf_counter()
+        job.synchronize_gradients()
+        sync_seconds = time.perf_counter() - synced
+        report.grad_norms.append(job.optimizer_step())
+        finished = time.perf_counter()
+        times = {
+            "rollout": rolled - started, "reward": scored - rolled, "train": finished - scored, "sync": sync_seconds
+        }
+        executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": int(job.dist.world_size > 1)}
+        return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
+
+    def step_terms(
+        self, graphs: dict[int, TrainedForward], steps: list[int], trajectory: Trajectory, plan: StepPlan,
+        advantages: torch.Tensor,
+    ) -> StepTerms:
+        """Native's loss at one training position, from the kept graphs instead of a re-forward."""
+        spec = self.job.spec.algorithm
+        rows = torch.arange(len(steps))
+        if len(set(steps)) == 1:
+            kept = graphs[steps[0]]
+            log_prob, mean, kl_std, reference = kept.out.log_prob, kept.out.mean, kept.out.kl_std, kept.reference_mean
+        else:  # per-row steps (DanceGRPO): each row's own graph
+            log_prob = torch.stack([graphs[s].out.log_prob[r] for r, s in enumerate(steps)])
+            mean = torch.stack([graphs[s].out.mean[r] for r, s in enumerate(steps)])
+            kl_std = torch.stack([graphs[s].out.kl_std[r] for r, s in enumerate(steps)])
+            reference = None
+            if spec.kl_beta > 0:
+                reference = torch.stack([graphs[s].reference_mean[r] for r, s in enumerate(steps)])  # type: ignore[index]
+        old = trajectory.log_probs[rows, torch.tensor(steps)]
+        weights = None if plan.weights is None else plan.weights.to(old.device)
+        terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
+        loss, kl = terms.loss, torch.zeros(())
+        if spec.kl_beta > 0:
+            kl = flow_grpo_kl(mean, reference, kl_std)  # type: ignore[arg-type]
+            loss = loss + spec.kl_beta * kl
+        approx_kl = 0.5 * float(((log_prob.detach() - old) ** 2).mean())
+        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
