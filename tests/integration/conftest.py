@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from platform_harness import Platform, launch_platform
+from platform_harness import Platform, launch_platform, launch_up
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +41,11 @@ def start_platform(tmp_path: Path, tiny_model: Path) -> Iterator[Callable[[str, 
     yield start
     for platform in started:
         platform.stop()
+
+
+@pytest.fixture
+def sfumato_up(tmp_path: Path, tiny_model: Path) -> Iterator[Platform]:
+    """`sfumato up` on the embedded defaults (SQLite database, SQLite broker) under a temporary home."""
+    platform = launch_up(tmp_path, tiny_model)
+    yield platform
+    platform.stop()

@@ -43,6 +43,7 @@ class Platform:
     host_name: str
     env: dict[str, str]
     logs: Path
+    port: int
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def client(self) -> httpx.Client:
@@ -101,16 +102,20 @@ class Platform:
         return dict(self.wait_for(f"job {job_id} to be {'/'.join(statuses)}", reached, timeout))
 
 
-def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path) -> Platform:
-    """Migrate, create the admin, start server + worker + scheduler, and wait until the host is online.
+def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path) -> Platform:
+    """The environment of a platform under `tmp_path/home`, nothing started yet.
 
-    An empty `broker_url` means the embedded default broker (SQLite under the platform's home).
+    Empty URLs mean the embedded defaults (SQLite database and broker under the home).
     `tiny_model` is a built tiny model, linked where the trainer caches it, so no test builds it twice.
     """
     port = free_port()
     token = "sfu_" + secrets.token_urlsafe(24)
     host_name = f"it-{uuid.uuid4().hex[:10]}"
     home = tmp_path / "home"
+    home.mkdir(parents=True)
+    (home / tiny_model.name).symlink_to(tiny_model, target_is_directory=True)
+    logs = tmp_path / "logs"
+    logs.mkdir()
     env = {
         **os.environ,
         "SFUMATO_HOME": str(home),
@@ -124,39 +129,56 @@ def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_mod
         "SFUMATO_SCHEDULER_INTERVAL_SECONDS": "0.5",
         "SFUMATO_CANCEL_GRACE_SECONDS": "5",
     }
-    home.mkdir(parents=True)
-    (home / tiny_model.name).symlink_to(tiny_model, target_is_directory=True)
+    return Platform(f"http://127.0.0.1:{port}", token, host_name, env, logs, port)
+
+
+def wait_until_host_online(platform: Platform) -> None:
+    def host_online() -> bool:
+        try:
+            with platform.client() as http:
+                hosts = http.get("/api/v1/hosts").json()["items"]
+        except httpx.HTTPError:
+            return False
+        return any(h["name"] == platform.host_name and h["status"] == "online" for h in hosts)
+
+    platform.wait_for("the server and the worker's host", host_online, timeout=90)
+
+
+def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path) -> Platform:
+    """Migrate, create the admin, then start uvicorn, `celery -A worker.celery_app worker` on the host's
+    own queue, and the scheduler as separate processes; returns once the worker's host is online."""
+    platform = prepare(tmp_path, database_url, broker_url, tiny_model)
     upgrade(database_url)
     engine = make_engine(database_url)
     with Session(engine) as session:
-        ensure_admin(session, Settings(home=home, database_url=database_url, admin_token=token))
+        ensure_admin(session, Settings(database_url=database_url, admin_token=platform.token))
     engine.dispose()
 
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    platform = Platform(f"http://127.0.0.1:{port}", token, host_name, env, logs)
     me = [sys.executable, "-m", "server.cli"]
     try:
-        platform.start("server", [*me, "server", "--port", str(port)])
+        platform.start("server", [*me, "server", "--port", str(platform.port)])
         platform.start(
             "worker",
             [
                 sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                "--pool", "threads", "--concurrency", "3", "--queues", f"host.{host_name}",
-                "--hostname", f"{host_name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "info",
+                "--pool", "threads", "--concurrency", "3", "--queues", f"host.{platform.host_name}",
+                "--hostname", f"{platform.host_name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "info",
             ],
         )  # fmt: skip
         platform.start("scheduler", [*me, "scheduler"])
+        wait_until_host_online(platform)
+    except BaseException:
+        platform.stop()
+        raise
+    return platform
 
-        def host_online() -> bool:
-            try:
-                with platform.client() as http:
-                    hosts = http.get("/api/v1/hosts").json()["items"]
-            except httpx.HTTPError:
-                return False
-            return any(h["name"] == host_name and h["status"] == "online" for h in hosts)
 
-        platform.wait_for("the server and the worker's host", host_online, timeout=90)
+def launch_up(tmp_path: Path, tiny_model: Path) -> Platform:
+    """`sfumato up` on the embedded defaults; returns once its worker's host is online."""
+    platform = prepare(tmp_path, "", "", tiny_model)
+    try:
+        platform.start("up", [sys.executable, "-m", "server.cli", "up", "--port", str(platform.port)])
+        wait_until_host_online(platform)
     except BaseException:
         platform.stop()
         raise

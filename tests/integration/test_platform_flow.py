@@ -5,6 +5,8 @@ embedded default (SQLite + kombu's SQLAlchemy broker)."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,7 +81,39 @@ def test_a_job_runs_on_postgres_and_redis_and_a_running_job_can_be_cancelled(
     run_two_rank_job_and_cancel_another(start_platform(postgres_url, redis_url))
 
 
-def test_the_embedded_default_runs_and_cancels_jobs_on_sqlite_without_a_broker_server(
-    start_platform: Callable[[str, str], Platform], sqlite_url: str
-):
-    run_two_rank_job_and_cancel_another(start_platform(sqlite_url, ""))
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(proc.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sfumato_up_runs_the_embedded_platform_and_ctrl_c_stops_every_child(sfumato_up: Platform):
+    run_two_rank_job_and_cancel_another(sfumato_up)
+    up = sfumato_up.procs["up"]
+    children = descendants(up.pid)
+    assert len(children) >= 3, "server, scheduler and worker run as children of `sfumato up`"
+
+    up.send_signal(signal.SIGINT)
+
+    assert up.wait(timeout=60) == 0
+    time.sleep(0.5)
+    assert [pid for pid in children if alive(pid)] == []
