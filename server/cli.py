@@ -40,6 +40,22 @@ def _migrate(settings: Settings) -> None:
     upgrade(url)
 
 
+def _bootstrap(settings: Settings) -> None:
+    """Schema up to date, and the admin user and token exist (the token printed when new)."""
+    from server.db import session_scope
+    from server.services.auth import ensure_admin
+
+    _migrate(settings)
+    with session_scope() as session:
+        token = ensure_admin(session, settings)
+    if token:
+        console.print(f"[bold]admin API token (shown once):[/bold] {token}")
+    elif settings.admin_token:
+        console.print("accepting the admin token from SFUMATO_ADMIN_TOKEN")
+    else:
+        console.print("the admin exists already; use its token (or set SFUMATO_ADMIN_TOKEN)")
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Bring the database to the latest schema."""
@@ -51,13 +67,15 @@ def db_upgrade() -> None:
 def server(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
-    migrate: bool = typer.Option(False, "--migrate", help="upgrade the database schema first"),
+    bootstrap: bool = typer.Option(
+        False, "--bootstrap", help="first upgrade the schema and create the admin (printing its token once)"
+    ),
 ) -> None:
     """The web server and REST API (uvicorn)."""
     import uvicorn
 
-    if migrate:
-        _migrate(get_settings())
+    if bootstrap:
+        _bootstrap(get_settings())
     uvicorn.run("server.main:create_app", factory=True, host=host, port=port, log_level="info")
 
 
@@ -154,27 +172,15 @@ def up(
     port: int = typer.Option(8000, help="port the server listens on"),
 ) -> None:
     """The whole platform in the foreground: server, scheduler and one worker. Ctrl-C stops it all."""
-    from server.db import session_scope
-    from server.services.auth import ensure_admin
     from worker.supervisor import terminate_with_parent
 
-    settings = get_settings()
-    env = dict(os.environ)
-    env["SFUMATO_HOME"] = str(settings.home.resolve())
-    env.setdefault("SFUMATO_PUBLIC_URL", _public_url(host, port))
-    os.environ.update(SFUMATO_HOME=env["SFUMATO_HOME"], SFUMATO_PUBLIC_URL=env["SFUMATO_PUBLIC_URL"])
+    # The children inherit these: one absolute state folder, and the URL trainers report to.
+    os.environ["SFUMATO_HOME"] = str(get_settings().home.resolve())
+    os.environ.setdefault("SFUMATO_PUBLIC_URL", _public_url(host, port))
     get_settings.cache_clear()
     settings = get_settings()
 
-    _migrate(settings)
-    with session_scope() as session:
-        token = ensure_admin(session, settings)
-    if token:
-        console.print(f"[bold]admin API token (shown once):[/bold] {token}")
-    elif settings.admin_token:
-        console.print("accepting the admin token from SFUMATO_ADMIN_TOKEN")
-    else:
-        console.print("the admin exists already; use its token (or set SFUMATO_ADMIN_TOKEN)")
+    _bootstrap(settings)
 
     me = [sys.executable, "-m", "server.cli"]
     children = [
@@ -195,7 +201,7 @@ def up(
     try:
         for child in children:
             # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
-            child.proc = subprocess.Popen(child.argv, env=env, start_new_session=True, preexec_fn=terminate_with_parent)
+            child.proc = subprocess.Popen(child.argv, start_new_session=True, preexec_fn=terminate_with_parent)
         console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
         while not stop.is_set():
             ended = [c for c in children if c.proc is not None and c.proc.poll() is not None]
