@@ -101,7 +101,7 @@ def wall_times(session: Session, job_id: int, steps: Sequence[int]) -> dict[int,
         .where(Metric.job_id == job_id, Metric.step.in_(steps), Metric.superseded.is_(False))
         .group_by(Metric.step)
     )
-    return dict(rows.tuples().all())
+    return {step: wall for step, wall in rows}
 
 
 @dataclass

@@ -18,7 +18,7 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 from browser_support import Live, PageProbe
-from page_fixtures import PASSWORD, make_app, seed
+from page_fixtures import PASSWORD, build_home, make_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -35,8 +35,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         if os.environ.get("SFUMATO_TEST_REQUIRE_BROWSER"):
             pytest.fail(f"{CHROMIUM} is missing and SFUMATO_TEST_REQUIRE_BROWSER is set")
         pytest.skip(f"{CHROMIUM} is missing")
-    app = make_app(tmp_path_factory.mktemp("platform"))
-    world = seed(app)
+    home = tmp_path_factory.mktemp("platform")
+    world = build_home(home)
+    app = make_app(home)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -2,36 +2,39 @@
 
 from __future__ import annotations
 
-import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from page_fixtures import PASSWORD, World, make_app, seed
+from page_fixtures import PASSWORD, World, build_home, csrf_of, make_app
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, World]:
+    """Migrated and seeded once; each test gets a copy."""
+    home = tmp_path_factory.mktemp("template")
+    return home, build_home(home)
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> FastAPI:
-    return make_app(tmp_path)
+def world(template: tuple[Path, World]) -> World:
+    return template[1]
 
 
 @pytest.fixture
-def world(app: FastAPI) -> World:
-    return seed(app)
+def app(template: tuple[Path, World], tmp_path: Path) -> FastAPI:
+    home = tmp_path / "home"
+    shutil.copytree(template[0], home)
+    return make_app(home)
 
 
 @pytest.fixture
 def anon(app: FastAPI, world: World) -> Iterator[TestClient]:
     with TestClient(app, follow_redirects=False) as client:
         yield client
-
-
-def csrf_of(html: str) -> str:
-    match = re.search(r'name="csrf-token" content="([^"]+)"', html)
-    assert match, "no CSRF meta tag"
-    return match.group(1)
 
 
 @pytest.fixture

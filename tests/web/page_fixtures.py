@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cache
 from pathlib import Path
 
 from argon2 import PasswordHasher
 from fastapi import FastAPI
-from PIL import Image
+from PIL import Image, ImageOps
 from sqlalchemy.orm import Session
 
 from server.config import Settings
@@ -21,6 +24,7 @@ from server.models import (
     Device,
     Host,
     Job,
+    JobEvent,
     LogLine,
     Membership,
     Metric,
@@ -42,18 +46,26 @@ SPEC_BASE = {
 }
 
 
+def csrf_of(html: str) -> str:
+    """The CSRF token a page carries in its meta tag."""
+    match = re.search(r'name="csrf-token" content="([^"]+)"', html)
+    assert match, "no CSRF meta tag"
+    return match.group(1)
+
+
 def make_app(home: Path) -> FastAPI:
-    """The real app (create_app) on a migrated SQLite database and artifact folder under `home`."""
-    settings = Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}", secret_key="test-secret")
-    upgrade(settings.database_url)
-    return create_app(settings)
+    """The real app (create_app) on the SQLite database and artifact folder under `home`."""
+    return create_app(Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}", secret_key="test-secret"))
 
 
-def seed(app: FastAPI) -> World:
-    """Fill the app's database with the test world."""
-    settings: Settings = app.state.settings
+def build_home(home: Path) -> World:
+    """Migrate a database under `home` and fill it (and the artifact folder) with the test world."""
+    app = make_app(home)
+    upgrade(app.state.settings.database_url)
     with app.state.sessionmaker() as session:
-        return seed_world(session, settings.resolved_artifact_root())
+        world = seed_world(session, app.state.settings.resolved_artifact_root())
+    app.state.engine.dispose()
+    return world
 
 
 @dataclass
@@ -67,13 +79,11 @@ class World:
     queued: list[Job] = field(default_factory=list)
 
 
+@cache
 def png(color: tuple[int, int, int], size: int = 64) -> bytes:
-    """A small PNG: a soft gradient of `color`."""
-    image = Image.new("RGB", (size, size), color)
-    for y in range(size):
-        shade = tuple(min(255, int(c * (0.6 + 0.4 * y / size))) for c in color)
-        for x in range(size):
-            image.putpixel((x, y), shade)
+    """A small PNG: a vertical gradient from a darker shade of `color` to `color`."""
+    dark = tuple(int(c * 0.6) for c in color)
+    image = ImageOps.colorize(Image.linear_gradient("L").resize((size, size)), dark, color)
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
@@ -101,7 +111,7 @@ def add_metrics(session: Session, job: Job, steps: range, speed: float = 1.0, at
     start = 1_732_870_000.0
     for step in steps:
         wall = start + step * 6.0 / speed
-        reward = 0.3 + 0.4 * (1 - math.exp(-step / 15)) + 0.02 * math.sin(step)
+        reward = 0.3 + 0.4 * (1 - math.exp(-step / 15)) + 0.02 * math.sin(step * speed)
         values = {
             "reward/mean": reward,
             "reward/std": 0.08 + 0.02 * math.cos(step / 3),
@@ -114,6 +124,7 @@ def add_metrics(session: Session, job: Job, steps: range, speed: float = 1.0, at
             "time/reward": 0.4,
             "time/train": 2.2 / speed,
             "time/sync": 0.3,
+            "time/step": 5.9 / speed + 0.7,
             "throughput/samples_per_s": 1.3 * speed,
             "memory/peak_bytes": (6 + speed) * 2**30,
             f"executor/{job.executor}_overlap": 0.2 * speed,
@@ -151,7 +162,7 @@ def add_samples(session: Session, job: Job, artifact_root: Path, steps: list[int
 
 def seed_world(session: Session, artifact_root: Path) -> World:
     """Two users in one team, a host with GPUs, and jobs in every interesting state."""
-    hasher = PasswordHasher()
+    hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)  # cheap for tests; verify reads them
     team = Team(name="vision")
     admin = User(username="ada", password_hash=hasher.hash(PASSWORD), is_admin=True)
     member = User(username="bob", password_hash=hasher.hash(PASSWORD))
@@ -174,6 +185,7 @@ def seed_world(session: Session, artifact_root: Path) -> World:
     session.flush()
 
     now = utcnow()
+    earlier = now - timedelta(minutes=25)
     running = make_job(
         session,
         admin,
@@ -185,7 +197,7 @@ def seed_world(session: Session, artifact_root: Path) -> World:
         step=30,
         last_reward=0.68,
         samples_per_s=1.3,
-        started_at=now.replace(microsecond=0),
+        started_at=now - timedelta(minutes=3),
     )
     session.add_all(Allocation(job_id=running.id, attempt=1, device_id=d.id, host_id=host.id) for d in devices[:2])
     add_metrics(session, running, range(0, 30))
@@ -211,8 +223,8 @@ def seed_world(session: Session, artifact_root: Path) -> World:
             step=40,
             last_reward=0.7,
             samples_per_s=1.3 * speed,
-            started_at=now,
-            finished_at=now,
+            started_at=earlier,
+            finished_at=earlier + timedelta(minutes=4 / speed),
         )
         add_metrics(session, job, range(0, 40), speed=speed)
         finished.append(job)
@@ -231,5 +243,11 @@ def seed_world(session: Session, artifact_root: Path) -> World:
         ),
         make_job(session, admin, team, "waiting-urgent", "native", priority=5, wait_reason="devices busy"),
     ]
+    for job in [running, *finished, hostile, *queued]:
+        history = ["queued", "scheduled", "running", job.status] if job.status != "queued" else ["queued"]
+        session.add_all(
+            JobEvent(job_id=job.id, attempt=1, status=status, message=f"{status} by the tests")
+            for status in dict.fromkeys(history)
+        )
     session.commit()
     return World(admin, member, token, running, finished, hostile, queued)

@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from web.pages import auth, job_detail, jobs, submit
+from web.pages import auth, compare, gallery, hosts, job_detail, jobs, submit
 
 WEB = Path(__file__).resolve().parent.parent
 NODE_MODULES = WEB / "node_modules"
@@ -19,7 +19,7 @@ VENDOR = {
 }
 
 router = APIRouter(include_in_schema=False)
-for module in (auth, jobs, job_detail, submit):
+for module in (auth, jobs, job_detail, gallery, submit, compare, hosts):
     router.include_router(module.router)
 
 

@@ -71,7 +71,8 @@
   document.addEventListener("input", function (event) {
     if (event.target.matches("input[data-step-output]")) {
       const out = document.getElementById(event.target.dataset.stepOutput);
-      if (out) out.textContent = "step " + event.target.value;
+      const steps = JSON.parse(event.target.dataset.steps || "[]");
+      if (out) out.textContent = "step " + (steps[event.target.value] ?? event.target.value);
     }
   });
 })();

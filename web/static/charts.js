@@ -48,6 +48,12 @@
     return (v / 3600).toFixed(2) + " h";
   }
 
+  // Axis width from its longest tick label, so "15.00 GiB" is never clipped.
+  function axisSize(u, values) {
+    const longest = values ? Math.max(0, ...values.map((v) => String(v).length)) : 4;
+    return Math.max(40, longest * 7 + 16);
+  }
+
   function axes(unit, right, xLabel) {
     const stroke = cssVar("--pico-muted-color", "#888");
     const grid = { stroke: cssVar("--pico-muted-border-color", "#ddd"), width: 1 };
@@ -55,15 +61,15 @@
     const list = [
       { stroke, grid, ticks: grid, label: xLabel, labelSize: 18, labelFont: "12px system-ui", font: "11px system-ui",
         values: xLabel === "wall time" ? (u, vals) => vals.map(formatSeconds) : undefined },
-      { stroke, grid, ticks: grid, size: 64, font: "11px system-ui", values: (u, vals) => vals.map(fmt) },
+      { stroke, grid, ticks: grid, size: axisSize, font: "11px system-ui", values: (u, vals) => vals.map(fmt) },
     ];
-    if (right) list.push({ scale: "y2", side: 1, stroke, grid: { show: false }, ticks: grid, size: 56, font: "11px system-ui",
+    if (right) list.push({ scale: "y2", side: 1, stroke, grid: { show: false }, ticks: grid, size: axisSize, font: "11px system-ui",
       values: (u, vals) => vals.map(formatter()) });
     return list;
   }
 
   // Track whether the user has zoomed the x axis, so live appends can leave the view alone.
-  function zoomHook(state) {
+  function zoomHook(state, el) {
     return (u, key) => {
       if (key !== "x") return;
       const xs = u.data[0];
@@ -71,6 +77,7 @@
       const eps = 1e-9 * Math.max(1, Math.abs(xs[xs.length - 1]));
       state.zoomed = u.scales.x.min > xs[0] + eps || u.scales.x.max < xs[xs.length - 1] - eps;
       state.range = state.zoomed ? [u.scales.x.min, u.scales.x.max] : null;
+      el.dataset.zoomed = String(state.zoomed);
     };
   }
 
@@ -226,6 +233,9 @@
       return;
     }
     c.el.closest(".chart-card").classList.toggle("no-data", false);
+    // The drawn extent, for people and tests: how many x values and the last step.
+    c.el.dataset.points = String(spec.data[0].length);
+    c.el.dataset.lastStep = String(spec.data[0][spec.data[0].length - 1]);
     if (c.plot && !rebuild && spec.keys === c.keys) {
       c.plot.setData(spec.data, !c.state.zoomed);
       return;
@@ -244,7 +254,7 @@
       series: spec.series,
       bands: spec.bands,
       cursor: { drag: { x: true, y: false, setScale: true } },
-      hooks: { setScale: [zoomHook(c.state)] },
+      hooks: { setScale: [zoomHook(c.state, c.el)] },
     };
     const range = c.state.range;
     c.plot = new uPlot(opts, spec.data, c.el);
@@ -307,7 +317,7 @@
     const width = Math.max(...this.charts.map((c) => c.el.clientWidth), 300);
     try {
       await Promise.all(this.jobs.map(async (job) => {
-        const url = "/jobs/" + job.id + "/metrics.json?keys=" + encodeURIComponent(keys) + "&max_points=" + Math.round(width);
+        const url = "/jobs/" + job.id + "/metrics.json?walls=true&keys=" + encodeURIComponent(keys) + "&max_points=" + Math.round(width);
         const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
         if (!response.ok) throw new Error("metrics request failed: " + response.status);
         const body = await response.json();

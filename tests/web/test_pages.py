@@ -1,0 +1,175 @@
+"""Pages through TestClient: login and sessions, CSRF, escaping of hostile text, 404s, form errors, fragments."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from page_fixtures import XSS, World, csrf_of
+from sqlalchemy import func, select
+
+from server.models import Job
+from web.pages.session import COOKIE
+
+PAGES = ["/jobs", "/jobs/rows", "/submit", "/submit?mode=json", "/submit?preset=tiny-native", "/hosts", "/compare"]
+
+
+def job_count(app: FastAPI) -> int:
+    with app.state.sessionmaker() as session:
+        return session.scalar(select(func.count()).select_from(Job)) or 0
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_need_login(anon: TestClient, path: str) -> None:
+    response = anon.get(path)
+    assert response.status_code == 303
+    assert response.headers["location"].startswith("/login?next=")
+
+
+def test_htmx_poll_without_session_gets_hx_redirect(anon: TestClient) -> None:
+    response = anon.get("/jobs/rows", headers={"HX-Request": "true"})
+    assert response.status_code == 401
+    assert response.headers["hx-redirect"].startswith("/login")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_render(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert "text/html" in response.headers["content-type"]
+
+
+def test_session_cookie_is_signed_httponly_and_lax(anon: TestClient, world: World) -> None:
+    token = csrf_of(anon.get("/login").text)
+    response = anon.post("/login", data={"token": world.token, "csrf_token": token})
+    assert response.status_code == 303
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=lax" in cookie
+    assert anon.get("/jobs").status_code == 200
+    forged = anon.cookies[COOKIE][:-2] + "xx"
+    anon.cookies.clear()
+    anon.cookies.set(COOKIE, forged)  # a forged signature is no session
+    assert anon.get("/jobs").status_code == 303
+
+
+def test_wrong_password_shows_the_form_again(anon: TestClient) -> None:
+    token = csrf_of(anon.get("/login").text)
+    response = anon.post("/login", data={"username": "ada", "password": "nope", "csrf_token": token})
+    assert response.status_code == 401
+    assert "Wrong username or password" in response.text
+
+
+def test_login_refuses_an_offsite_next(anon: TestClient, world: World) -> None:
+    token = csrf_of(anon.get("/login").text)
+    data = {"token": world.token, "csrf_token": token, "next": "//evil.example/"}
+    assert anon.post("/login", data=data).headers["location"] == "/jobs"
+
+
+def test_post_without_csrf_token_is_refused(client: TestClient, world: World, app: FastAPI) -> None:
+    before = job_count(app)
+    assert client.post("/submit", data={"name": "x"}).status_code == 403
+    assert client.post("/submit", data={"name": "x", "csrf_token": "forged"}).status_code == 403
+    assert client.post(f"/jobs/{world.running.id}/cancel").status_code == 403
+    assert client.post("/logout").status_code == 403
+    assert job_count(app) == before
+
+
+def test_csrf_header_is_accepted_like_htmx_sends_it(client: TestClient, world: World) -> None:
+    token = csrf_of(client.get("/jobs").text)
+    response = client.post(f"/jobs/{world.queued[0].id}/cancel", headers={"X-CSRF-Token": token})
+    assert response.status_code == 303
+    assert "cancelled" in client.get(f"/jobs/{world.queued[0].id}").text
+
+
+@pytest.mark.parametrize("path", ["/jobs", "/jobs/{hostile}", "/jobs/{running}", "/jobs/{running}/gallery"])
+def test_hostile_text_is_escaped(client: TestClient, world: World, path: str) -> None:
+    assert world.hostile is not None
+    html = client.get(path.format(hostile=world.hostile.id, running=world.running.id)).text
+    assert XSS not in html
+    assert "&lt;script&gt;alert(" in html
+
+
+def test_log_lines_are_escaped_in_the_follow_fragment(client: TestClient, world: World) -> None:
+    html = client.get(f"/jobs/{world.running.id}/logs?after=0").text
+    assert "prompt &lt;script&gt;" in html and XSS not in html
+    assert 'hx-trigger="every 2s"' in html  # still running: the next poll is in the fragment
+
+
+def test_unknown_job_is_a_404_page(client: TestClient) -> None:
+    for path in ("/jobs/999999", "/jobs/999999/gallery", "/jobs/999999/header"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert "404" in response.text and "<html" in response.text
+    assert client.get("/jobs/999999/metrics.json").status_code == 404
+
+
+def test_submit_error_is_shown_next_to_its_field_and_nothing_is_stored(client: TestClient, app: FastAPI) -> None:
+    before = job_count(app)
+    token = csrf_of(client.get("/submit").text)
+    response = client.post(
+        "/submit",
+        data={"csrf_token": token, "name": "bad", "algorithm.group_size": "1", "reward.0.name": "brightness"},
+    )
+    assert response.status_code == 422
+    match = re.search(r'<small class="field-error" id="e-algorithm.group_size"[^>]*>([^<]+)</small>', response.text)
+    assert match and match.group(1) == "Input should be greater than or equal to 2"
+    assert 'id="f-algorithm.group_size" name="algorithm.group_size" value="1"' in response.text
+    assert job_count(app) == before
+
+
+def test_submit_creates_the_job_through_the_service(client: TestClient, app: FastAPI) -> None:
+    token = csrf_of(client.get("/submit").text)
+    form = {"csrf_token": token, "name": "web-job", "algorithm.total_steps": "7", "reward.0.name": "colorfulness"}
+    form["resources.device_type"] = "cuda"  # the test host has GPUs only
+    response = client.post("/submit", data=form)
+    assert response.status_code == 303
+    job_id = int(response.headers["location"].rsplit("/", 1)[-1])
+    with app.state.sessionmaker() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "queued" and job.owner_id is not None
+        assert job.spec["algorithm"]["total_steps"] == 7
+        assert job.spec["reward"] == [{"name": "colorfulness", "weight": 1.0, "path": None}]
+
+
+def test_json_tab_reports_malformed_json(client: TestClient, app: FastAPI) -> None:
+    before = job_count(app)
+    token = csrf_of(client.get("/submit?mode=json").text)
+    response = client.post("/submit", data={"csrf_token": token, "mode": "json", "spec_json": "{nope"})
+    assert response.status_code == 422 and "malformed JSON" in response.text
+    response = client.post(
+        "/submit", data={"csrf_token": token, "mode": "json", "spec_json": '{"executor": {"name": "warp"}}'}
+    )
+    assert response.status_code == 422 and "<code>executor.name</code>" in response.text
+    assert job_count(app) == before
+
+
+def test_clone_fills_the_form_from_the_job(client: TestClient, world: World) -> None:
+    html = client.get(f"/submit?from={world.finished[0].id}").text
+    assert f"a clone of job #{world.finished[0].id}" in html
+    assert 'name="name" value="sd3-brightness-lean_retain"' in html
+
+
+def test_metrics_json_downsamples_and_appends(client: TestClient, world: World) -> None:
+    url = f"/jobs/{world.running.id}/metrics.json?keys=reward/mean&prefixes=executor/&max_points=10"
+    body = client.get(url).json()
+    keys = {s["key"]: s for s in body["series"]}
+    assert set(keys) == {"reward/mean", "executor/native_overlap"}
+    assert 0 < len(keys["reward/mean"]["steps"]) <= 30 and keys["reward/mean"]["steps"][-1] == 29
+    after = client.get(f"/jobs/{world.running.id}/metrics.json?keys=reward/mean&after_step=25").json()
+    assert after["series"][0]["steps"] == [26, 27, 28, 29] and after["status"] == "running"
+
+
+def test_compare_names_the_differing_fields_and_the_speedup(client: TestClient, world: World) -> None:
+    ids = [world.running.id, *(j.id for j in world.finished)]
+    html = client.get("/compare?" + "&".join(f"job={i}" for i in ids)).text
+    assert "executor.name" in html and "lean_reweight" in html
+    assert "1.60\u00d7" in html  # lean_retain's samples/s over native's
+
+
+def test_gallery_step_fragment_swaps_columns(client: TestClient, world: World) -> None:
+    html = client.get(f"/jobs/{world.running.id}/gallery/grid?i=0").text
+    assert 'data-current-step="0"' in html and "step 25" not in html
+    image = client.get(re.search(r'src="(/jobs/\d+/samples/\d+/image\?thumb=1)"', html).group(1))  # type: ignore[union-attr]
+    assert image.status_code == 200 and image.headers["content-type"] == "image/webp"

@@ -1,0 +1,86 @@
+"""Compare jobs: overlaid curves coloured by executor, a summary table with speedup vs native, and spec differences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+
+from server.api.deps import get_session
+from server.models import Job
+from server.services import pages
+from server.services.auth import Caller
+from server.services.jobs import JobFilters, list_jobs
+from web.pages.deps import page_caller
+from web.pages.render import render
+from web.pages.spec_form import flatten
+
+router = APIRouter()
+MAX_JOBS = 8
+# Overlaid charts: one per metric key.
+CHARTS: list[dict[str, Any]] = [
+    {"key": "reward/mean", "title": "Reward (mean)"},
+    {"key": "throughput/samples_per_s", "title": "Throughput", "unit": "samples/s"},
+    {"key": "memory/peak_bytes", "title": "Peak memory", "unit": "bytes"},
+    {"key": "time/step", "title": "Step time", "unit": "s"},
+    {"key": "loss", "title": "Loss"},
+    {"key": "kl", "title": "KL"},
+]
+# Spec fields that differ by design between runs of one experiment.
+IGNORED_FIELDS = ("name",)
+
+
+@dataclass
+class CompareRow:
+    job: Job
+    figures: pages.JobFigures
+    speedup: float | None
+
+
+def spec_differences(jobs: list[Job]) -> list[tuple[str, list[str]]]:
+    """(dotted field, value per job) for every spec field whose values are not all the same."""
+    flat = [flatten(job.spec) for job in jobs]
+    names = sorted({name for f in flat for name in f} - set(IGNORED_FIELDS))
+    rows = []
+    for name in names:
+        values = [f.get(name, "—") for f in flat]
+        if len(set(values)) > 1:
+            rows.append((name, values))
+    return rows
+
+
+def summary(session: Session, jobs: list[Job]) -> list[CompareRow]:
+    """Figures per job; speedup is samples/s over the first native job's (none without a native job)."""
+    figures = [pages.job_figures(session, job.id) for job in jobs]
+    native = next((f for job, f in zip(jobs, figures, strict=True) if job.executor == "native"), None)
+    base = native.samples_per_s if native else None
+    return [
+        CompareRow(job, f, (f.samples_per_s / base) if base and f.samples_per_s else None)
+        for job, f in zip(jobs, figures, strict=True)
+    ]
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request,
+    job: list[int] = Query([]),
+    axis: str = "step",
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    jobs = pages.visible_jobs(session, caller, job[:MAX_JOBS])
+    context: dict[str, Any] = {"section": "compare", "jobs": jobs, "axis": "time" if axis == "time" else "step"}
+    if len(jobs) < 2:
+        context["recent"] = list_jobs(session, caller, JobFilters(), limit=50).items
+        context["picked"] = {j.id for j in jobs}
+    else:
+        context.update(
+            rows=summary(session, jobs),
+            differences=spec_differences(jobs),
+            charts=CHARTS,
+            jobs_json=[{"id": j.id, "name": j.name, "executor": j.executor} for j in jobs],
+        )
+    return render(request, "compare.html", context)
