@@ -92,8 +92,13 @@ def test_job_chart_gains_points_without_reload(live: Live, probe: PageProbe) -> 
     assert probe.errors == []
 
 
-def test_finished_job_page(live: Live, probe: PageProbe) -> None:
+def test_finished_job_page_in_dark_mode(live: Live, probe: PageProbe) -> None:
+    probe.page.emulate_media(color_scheme="dark")
     probe.page.goto(f"{live.url}/jobs/{live.world.finished[0].id}")
+    probe.page.wait_for_selector("#chart-reward .uplot")
+    probe.shot("job-finished-dark")
+    probe.page.click("[data-theme-toggle]")
+    assert probe.page.get_attribute("html", "data-theme") == "light"
     probe.page.wait_for_selector("#chart-reward .uplot")
     probe.shot("job-finished")
     assert probe.errors == []
