@@ -27,3 +27,6 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+bench-learn: install
+	$(PY) bench/learn.py
