@@ -108,7 +108,7 @@ def test_gallery_slider_changes_images(live: Live, probe: PageProbe) -> None:
     page = probe.page
     page.goto(f"{live.url}/jobs/{live.world.running.id}/gallery")
     page.wait_for_selector("#gallery-grid img")
-    page.wait_for_function("() => document.querySelector('#gallery-grid img').naturalWidth > 0")
+    page.wait_for_function("() => [...document.querySelectorAll('#gallery-grid img')].every(i => i.naturalWidth > 0)")
     probe.shot("gallery")
     before = page.get_attribute("#gallery-grid .cell.current img", "src")
     page.locator("#step-slider").fill("0")
@@ -131,7 +131,16 @@ def test_compare_draws_one_line_per_job(live: Live, probe: PageProbe) -> None:
     labels = page.locator("#compare-1 .u-legend .u-series .u-label").all_inner_texts()
     assert len(labels) == 1 + len(ids)  # the x column plus one line per job
     assert "speedup" in page.inner_text(".compare-summary").lower()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#compare-gallery img')].every(i => i.naturalWidth > 0)"
+    )
     probe.shot("compare")
+    before = page.get_attribute("#compare-gallery img", "src")
+    page.locator("#compare-slider").fill("0")
+    page.wait_for_function(
+        "before => document.querySelector('#compare-gallery img').getAttribute('src') !== before", arg=before
+    )
+    assert page.get_attribute("#compare-gallery", "data-current-step") == "0"
     page.check("#compare-axis input[value=time]")
     page.wait_for_selector("#compare-1 .u-legend >> text=wall time")
     assert probe.errors == []

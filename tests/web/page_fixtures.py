@@ -227,6 +227,7 @@ def seed_world(session: Session, artifact_root: Path) -> World:
             finished_at=earlier + timedelta(minutes=4 / speed),
         )
         add_metrics(session, job, range(0, 40), speed=speed)
+        add_samples(session, job, artifact_root, list(range(0, 40, 5)), ["a red apple", "a blue ocean", XSS])
         finished.append(job)
     hostile = make_job(
         session, member, team, XSS, "native", status="failed", attempt=3, error="CUDA error: out of memory"

@@ -10,11 +10,12 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import Job
+from server.models import Job, Sample
 from server.services import pages
 from server.services.auth import Caller
 from server.services.jobs import JobFilters, list_jobs
 from web.pages.deps import page_caller
+from web.pages.gallery import pick
 from web.pages.render import render
 from web.pages.spec_form import flatten
 
@@ -63,11 +64,44 @@ def summary(session: Session, jobs: list[Job]) -> list[CompareRow]:
     ]
 
 
+def synced_gallery(session: Session, jobs: list[Job], index: int | None) -> dict[str, Any]:
+    """One eval prompt per row, one job per column, all at the chosen step (each job's latest sample at or
+    before it), with the lowest seed so that the images are comparable."""
+    own = {job.id: pages.sample_steps(session, job.id) for job in jobs}
+    steps = sorted(set().union(*own.values()))
+    if not steps:
+        return {"steps": []}
+    index = pick(steps, index, None)
+    cells: dict[tuple[str, int], Sample] = {}
+    for job in jobs:
+        before = [s for s in own[job.id] if s <= steps[index]]
+        for sample in pages.samples_at(session, job.id, before[-1:]):
+            current = cells.get((sample.prompt, job.id))
+            if current is None or current.seed == sample.seed:  # lowest seed; a later attempt replaces
+                cells[(sample.prompt, job.id)] = sample
+    prompts = list(dict.fromkeys(prompt for prompt, _ in cells))
+    return {"steps": steps, "index": index, "current": steps[index], "prompts": prompts, "cells": cells}
+
+
+@router.get("/compare/gallery", response_class=HTMLResponse)
+def compare_gallery(
+    request: Request,
+    job: list[int] = Query([]),
+    i: int | None = None,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """The synced gallery's grid alone, swapped by its step slider."""
+    jobs = pages.visible_jobs(session, caller, job[:MAX_JOBS])
+    return render(request, "partials/compare_gallery.html", {"jobs": jobs, **synced_gallery(session, jobs, i)})
+
+
 @router.get("/compare", response_class=HTMLResponse)
 def compare_page(
     request: Request,
     job: list[int] = Query([]),
     axis: str = "step",
+    i: int | None = None,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
@@ -82,5 +116,6 @@ def compare_page(
             differences=spec_differences(jobs),
             charts=CHARTS,
             jobs_json=[{"id": j.id, "name": j.name, "executor": j.executor} for j in jobs],
+            gallery=synced_gallery(session, jobs, i),
         )
     return render(request, "compare.html", context)
