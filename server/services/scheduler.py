@@ -309,6 +309,8 @@ def run_scheduler(
             report = schedule_once(factory, dispatch, lost_after_seconds)
             for task in report.placed:
                 log.info("job %s attempt %s node %s → %s", task.job_id, task.attempt, task.node_rank, task.host)
+            if report.requeued or report.failed:
+                log.warning("jobs of lost hosts: requeued %s, failed %s", report.requeued, report.failed)
         except Exception:  # a database hiccup must not end the loop; the next pass retries
             log.exception("scheduler pass failed")
         stop.wait(interval_seconds)

@@ -87,6 +87,7 @@ def test_a_job_that_does_not_fit_waits_with_the_reason(factory, add_host: AddHos
     report = run_pass(factory)
 
     assert report.placed == []
+    assert set(report.waiting) == {two.id, three.id}
     assert job(factory, two.id).wait_reason == "needs 2 cpu devices; largest free host has 1"
     assert job(factory, three.id).wait_reason == "needs 3 cpu devices; the largest online host has 2"
     assert job(factory, two.id).status == "queued"
@@ -185,6 +186,7 @@ def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(factory
     report = run_pass(factory)
 
     assert report.lost_hosts == ["flaky"]
+    assert (report.requeued, report.failed) == ([retried.id], [exhausted.id])
     assert job(factory, retried.id).status == "queued"
     assert job(factory, exhausted.id).status == "failed"
     assert "host flaky lost" in job(factory, exhausted.id).error
