@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from web.pages import auth, compare, gallery, hosts, job_detail, jobs, submit
+from web.pages.deps import PageNotFound
+from web.pages.render import not_found
+from web.pages.session import read_session
 
 WEB = Path(__file__).resolve().parent.parent
 NODE_MODULES = WEB / "node_modules"
@@ -23,9 +27,17 @@ for module in (auth, jobs, job_detail, gallery, submit, compare, hosts):
     router.include_router(module.router)
 
 
+async def _page_not_found(request: Request, exc: Exception) -> HTMLResponse:
+    assert isinstance(exc, PageNotFound)
+    read_session(request)
+    return not_found(request, exc.what)
+
+
 def mount_web(app: FastAPI) -> None:
-    """Add the page routes and the static mounts (vendor libraries first, so /static does not shadow them)."""
+    """Add the page routes, their 404 page and the static mounts (vendor libraries first, so /static does not
+    shadow them)."""
     for prefix, folder in VENDOR.items():
         app.mount(prefix, StaticFiles(directory=folder, check_dir=False), name="vendor-" + prefix.rsplit("/", 1)[-1])
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
     app.include_router(router)
+    app.add_exception_handler(PageNotFound, _page_not_found)

@@ -9,9 +9,21 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import User
+from server.models import Job, User
+from server.schemas.jobs import JobDetail
 from server.services.auth import Caller, caller_for_user
+from server.services.errors import NotFound
+from server.services.jobs import job_detail
+from server.services.scoping import get_visible_job
 from web.pages.session import read_session
+
+
+class PageNotFound(Exception):
+    """Something a page asked for is missing or not visible; mount_web answers with the 404 page."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
 
 
 def page_caller(request: Request, session: Session = Depends(get_session)) -> Caller:
@@ -41,3 +53,21 @@ async def require_csrf(request: Request) -> None:
         sent = value if isinstance(value, str) else None
     if not sent or not secrets.compare_digest(sent, ps.csrf):
         raise HTTPException(status_code=403, detail="CSRF token missing or wrong; reload the page and try again")
+
+
+def page_job(job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)) -> Job:
+    """The path's job if the caller's teams may see it (services.scoping); else the 404 page."""
+    try:
+        return get_visible_job(session, caller, job_id)
+    except NotFound:
+        raise PageNotFound(f"job #{job_id}") from None
+
+
+def page_job_detail(
+    job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+) -> JobDetail:
+    """The path's job as services.jobs.job_detail shows it (spec, events, allocations); else the 404 page."""
+    try:
+        return job_detail(session, caller, job_id)
+    except NotFound:
+        raise PageNotFound(f"job #{job_id}") from None

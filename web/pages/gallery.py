@@ -15,14 +15,14 @@ from sqlalchemy.orm import Session
 
 from server.api.deps import get_session, get_settings
 from server.config import Settings
-from server.models import Sample
+from server.models import Job, Sample
 from server.services import pages
 from server.services.auth import Caller
 from server.services.errors import NotFound
 from server.services.samples import sample_image
 from server.services.scoping import get_visible_job
-from web.pages.deps import page_caller
-from web.pages.render import not_found, render
+from web.pages.deps import page_caller, page_job
+from web.pages.render import render
 
 router = APIRouter()
 COLUMNS = 5
@@ -74,16 +74,11 @@ def _context(session: Session, job_id: int, i: int | None, step: int | None) -> 
 @router.get("/jobs/{job_id}/gallery", response_class=HTMLResponse)
 def gallery_page(
     request: Request,
-    job_id: int,
     i: int | None = None,
     step: int | None = None,
-    caller: Caller = Depends(page_caller),
+    job: Job = Depends(page_job),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
-    try:
-        job = get_visible_job(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
     context = {"job": job, "section": "jobs", **_context(session, job.id, i, step)}
     return render(request, "gallery.html", context)
 
@@ -91,17 +86,12 @@ def gallery_page(
 @router.get("/jobs/{job_id}/gallery/grid", response_class=HTMLResponse)
 def gallery_grid(
     request: Request,
-    job_id: int,
     i: int | None = None,
     step: int | None = None,
-    caller: Caller = Depends(page_caller),
+    job: Job = Depends(page_job),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
     """The grid alone: what the step slider swaps in, one request per move."""
-    try:
-        job = get_visible_job(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
     return render(request, "partials/gallery_grid.html", {"job": job, **_context(session, job.id, i, step)})
 
 

@@ -9,17 +9,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import TERMINAL_STATES
+from server.models import TERMINAL_STATES, Job
 from server.schemas.jobs import JobDetail
 from server.services import pages
 from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.errors import NotFound, ServiceError
-from server.services.jobs import cancel_job, job_detail, retry_job
+from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metrics import metric_keys, metric_series
 from server.services.scoping import get_visible_job
-from web.pages.deps import page_caller, require_csrf
+from web.pages.deps import page_caller, page_job, page_job_detail, require_csrf
 from web.pages.render import error_page, not_found, render
 
 router = APIRouter()
@@ -69,12 +69,8 @@ def _header_context(job: JobDetail) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 def job_page(
-    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request, job: JobDetail = Depends(page_job_detail), session: Session = Depends(get_session)
 ) -> HTMLResponse:
-    try:
-        job = job_detail(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
     lines = pages.log_tail(session, job.id)
     context = _header_context(job)
     context.update(
@@ -90,30 +86,16 @@ def job_page(
 
 
 @router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
-def job_header(
-    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
-) -> HTMLResponse:
+def job_header(request: Request, job: JobDetail = Depends(page_job_detail)) -> HTMLResponse:
     """The header alone, polled while the job is active; the poll stops once it has finished."""
-    try:
-        job = job_detail(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
     return render(request, "partials/job_header.html", _header_context(job))
 
 
 @router.get("/jobs/{job_id}/logs", response_class=HTMLResponse)
 def job_logs(
-    request: Request,
-    job_id: int,
-    after: int = 0,
-    caller: Caller = Depends(page_caller),
-    session: Session = Depends(get_session),
+    request: Request, after: int = 0, job: Job = Depends(page_job), session: Session = Depends(get_session)
 ) -> HTMLResponse:
     """Log lines after `after`, then the next poller (none once the job has finished and nothing came)."""
-    try:
-        job = get_visible_job(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
     page = read_logs(session, job.id, offset=after)
     live = job.status not in TERMINAL_STATES or bool(page.lines)
     context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live}
