@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from trainer.executors.base import Executor
 from trainer.executors.lean_retain import LeanRetainExecutor
+from trainer.executors.lean_reweight import LeanReweightExecutor
 from trainer.executors.native import NativeExecutor
 from trainer.job import TrainingJob
 
 EXECUTOR_CLASSES: dict[str, type[Executor]] = {
     "native": NativeExecutor,
     "lean_retain": LeanRetainExecutor,
+    "lean_reweight": LeanReweightExecutor,
 }
 
 
