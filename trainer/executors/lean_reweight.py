@@ -1,0 +1,237 @@
+"""``lean_reweight``: backward each trained step at once with unit advantage, correct later
+(executors.md §3.4, LeanGRPO *Reweight*, Algorithm 1).
+
+Per prompt group, each of the rank's Q samples of that prompt (shared-prompt layout) is rolled
+out alone; at every trained step the with-grad forward is backwarded immediately with the
+provisional loss −ℓ (unit advantage) and its graph freed. After the sample's last trained step
+its provisional gradient P_q leaves ``.grad`` into the regime's buffer (gradient_buffers.py).
+Once the group's rewards are all-gathered, the correction H = Σ_q A_q w_q P_q / (NK) is formed
+and added to the rank's accumulator. After the last group: divide by a deferred global std,
+add the unscaled KL buffer, then **one** all-reduce, clip, step. The order correction → sync →
+accumulate → clip → step is asserted at run time by a gradient hook.
+
+Regimes (``executor.buffer_regime``): ``per_rank`` (R1, Q = 1), ``per_sample`` (R2),
+``affine`` (R4); ``auto`` picks R1 when Q = 1, else R4 unless a group-std clip can bite
+(G > A_max² + 1), then R2. Grad-sample hooks (R3) are not implemented: samples never share a
+forward here. Run-time condition: with a global std (all regimes) or R4 the advantage clip must
+not bite; ``on_adv_clip`` says fail (default), log (keep the unclipped gradient, counted) or
+native_fallback (recompute the step natively on the stored trajectory, exactly).
+KL with kl_beta > 0: the spec demands ``kl: extra_vjp``, one more VJP per trained step into an
+unscaled buffer (``retain_graph`` on the first).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from trainer.advantages import EPS
+from trainer.executors.base import Executor, StepResult
+from trainer.executors.gradient_buffers import (
+    AffineBuffers,
+    KlBuffer,
+    PerRankBuffer,
+    PerSampleBuffers,
+    ProvisionalBuffers,
+    take_grads,
+    tensor_bytes,
+)
+from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
+from trainer.executors.step_report import StepReport
+from trainer.job import Scores, TrainingJob
+from trainer.layout import SampleBatch
+from trainer.loss import flow_grpo_kl
+from trainer.models.base import Conditioning
+from trainer.rollout import Trajectory
+
+REGIMES = {"per_rank": PerRankBuffer, "per_sample": PerSampleBuffers, "affine": AffineBuffers}
+
+
+class AdvantageClipError(RuntimeError):
+    """The advantage clip bit where the correction assumed it would not (on_adv_clip: fail)."""
+
+
+class LeanReweightExecutor(Executor):
+    name = "lean_reweight"
+    layout = "shared"
+
+    def __init__(self, job: TrainingJob) -> None:
+        super().__init__(job)
+        self.pending = 0  # samples whose provisional gradient is not corrected yet
+        job.gradient_hooks.append(self.check_order)
+
+    def check_order(self, event: str, grads: list[torch.Tensor]) -> None:
+        """Synchronisation and clipping must only ever see corrected gradients."""
+        if self.pending:
+            raise RuntimeError(f"lean_reweight: {event} saw {self.pending} uncorrected provisional gradient(s)")
+
+    def regime(self, local: int) -> str:
+        chosen = self.job.spec.executor.buffer_regime or "auto"
+        if chosen != "auto":
+            return chosen
+        spec = self.job.spec.algorithm
+        if local == 1:
+            return "per_rank"
+        if not spec.global_std and math.sqrt(spec.group_size - 1) > spec.adv_clip:
+            return "per_sample"
+        return "affine"
+
+    def train_step(self, batch: SampleBatch) -> StepResult:
+        job, spec = self.job, self.job.spec.algorithm
+        plan = job.plan(batch)
+        rows, trained = len(batch.prompts), plan.trained.shape[1]
+        scale = 1.0 / (rows * trained)  # native's mean over local rows and 1/K
+        weights = [1.0] * rows if plan.weights is None else [float(w) for w in plan.weights]
+        kl_buffer = KlBuffer(job.parameters) if spec.kl_beta > 0 else None
+        groups: dict[int, list[int]] = {}
+        for row, group in enumerate(batch.group_ids.tolist()):
+            groups.setdefault(group, []).append(row)
+        regime = self.regime(len(next(iter(groups.values()))))
+        clock = {"rollout": 0.0, "reward": 0.0, "train": 0.0, "sync": 0.0}
+        kls: list[float] = []
+
+        def provisional(forward: TrainedForward) -> None:
+            began = time.perf_counter()
+            if kl_buffer is not None:
+                kl = flow_grpo_kl(forward.out.mean, forward.reference_mean, forward.out.kl_std)  # type: ignore[arg-type]
+                kls.append(float(kl.detach()))
+                kl_buffer.backward(spec.kl_beta * kl * scale)
+            (-forward.out.log_prob.sum()).backward()
+            clock["train"] += time.perf_counter() - began
+
+        accumulator: list[torch.Tensor] | None = None
+        pieces: dict[int, Trajectory] = {}
+        rewards_local: dict[int, float] = {}
+        parts: dict[int, dict[str, torch.Tensor]] = {}
+        worst = 0.0  # largest |A| the correction assumed unclipped
+        peak_bytes = 0
+        for group_rows in groups.values():
+            buffers: ProvisionalBuffers = REGIMES[regime](job.parameters)
+            for row in group_rows:
+                began = time.perf_counter()
+                train_before = clock["train"]
+                pieces[row] = rollout_with_graphs(job, batch, plan, [row], provisional)
+                scored = time.perf_counter()
+                clock["rollout"] += scored - began - (clock["train"] - train_before)
+                rewards_local[row], parts[row] = self.score(pieces[row], batch, row)
+                clock["reward"] += time.perf_counter() - scored
+                self.pending += 1
+                buffers.sample_done(weights[row], rewards_local[row])
+            began = time.perf_counter()
+            local = torch.tensor([rewards_local[r] for r in group_rows], dtype=torch.float64)
+            gathered = job.dist.all_gather(local)
+            mean, std = float(gathered.mean()), float(gathered.std(unbiased=False))
+            divisor = 1.0 if spec.global_std else std + EPS
+            if not spec.global_std and regime == "affine":
+                worst = max(worst, float((gathered - mean).abs().max()) / divisor)
+            if isinstance(buffers, AffineBuffers):
+                buffers.close(mean, scale / divisor)
+            else:
+                values = [(rewards_local[r] - mean) / divisor for r in group_rows]
+                if not spec.global_std:
+                    values = [max(-spec.adv_clip, min(spec.adv_clip, v)) for v in values]
+                buffers.close([v * weights[r] * scale for v, r in zip(values, group_rows, strict=True)])  # type: ignore[attr-defined]
+            self.pending -= len(group_rows)
+            corrected = take_grads(job.parameters)
+            if accumulator is None:
+                accumulator = corrected
+            else:
+                for total, part in zip(accumulator, corrected, strict=True):
+                    total.add_(part)
+            extra = buffers.peak_bytes + tensor_bytes(accumulator) + (kl_buffer.bytes if kl_buffer else 0)
+            peak_bytes = max(peak_bytes, extra)
+            clock["train"] += time.perf_counter() - began
+
+        began = time.perf_counter()
+        ordered = sorted(pieces)
+        trajectory = join_pieces([pieces[r] for r in ordered])
+        names = parts[ordered[0]].keys()
+        scores = Scores(
+            torch.tensor([rewards_local[r] for r in ordered], dtype=torch.float32),
+            {name: torch.cat([parts[r][name] for r in ordered]) for name in names},
+        )
+        advantages, stats, gathered_rewards = job.advantages(scores, batch)
+        if spec.global_std:
+            spread = float(gathered_rewards.double().std(unbiased=False)) + EPS
+            for total in accumulator or []:
+                total.div_(spread)
+            all_groups = job.dist.all_gather(batch.group_ids)
+            centred = gathered_rewards.double() - group_means(gathered_rewards.double(), all_groups)
+            worst = max(worst, float(centred.abs().max()) / spread)
+        fallback = 0.0
+        for param, total in zip(job.parameters, accumulator or [], strict=True):
+            param.grad = total
+        if worst > spec.adv_clip:
+            policy = job.spec.executor.on_adv_clip or "fail"
+            if policy == "fail":
+                raise AdvantageClipError(
+                    f"lean_reweight: |A| reached {worst:.3f} > adv_clip {spec.adv_clip}; the deferred correction "
+                    "would be inexact (set executor.on_adv_clip to 'native_fallback' or 'log')"
+                )
+            if policy == "native_fallback":
+                fallback = 1.0
+                self.recompute_natively(trajectory, plan, advantages)
+        if kl_buffer is not None and not fallback:
+            kl_buffer.add_to_grads()
+        clock["train"] += time.perf_counter() - began
+        synced = time.perf_counter()
+        job.synchronize_gradients()
+        clock["sync"] += time.perf_counter() - synced
+        began = time.perf_counter()
+        report = StepReport()
+        report.grad_norms.append(job.optimizer_step())
+        clock["train"] += time.perf_counter() - began
+        weight = torch.tensor(weights)
+        report.losses.append(float(-(advantages.cpu() * weight).mean()) + spec.kl_beta * (sum(kls) / max(1, len(kls))))
+        report.kls.extend(kls or [0.0])
+        report.approx_kls.append(0.0)  # ρ ≡ 1: the gradient comes from the rollout's own forward
+        report.ratios.append(torch.ones(rows))
+        report.clipped.append(torch.zeros(rows, dtype=torch.bool))
+        executor = {
+            "retained_graphs": 1,
+            "buffer_bytes": peak_bytes,
+            "buffer_regime": REGIMES[regime].regime,
+            "sync_count": int(job.dist.world_size > 1),
+            "adv_abs_max_assumed": worst,
+            "native_fallback": fallback,
+        }
+        return StepResult(report.metrics(clock, executor), trajectory, scores, stats, gathered_rewards)
+
+    def score(self, piece: Trajectory, batch: SampleBatch, row: int) -> tuple[float, dict[str, torch.Tensor]]:
+        """The sample's reward as soon as it is decoded (R4 folds it in before the next sample)."""
+        if self.job.replay is not None:
+            stored = self.job.replay.scores
+            return float(stored.total[row]), {k: v[row : row + 1] for k, v in stored.parts.items()}
+        total, parts = self.job.reward(piece.images, [batch.prompts[row]])
+        return float(total[0]), parts
+
+    def recompute_natively(self, trajectory: Trajectory, plan: object, advantages: torch.Tensor) -> None:
+        """The exact (clipped) gradient by native's re-forward on the stored trajectory."""
+        job = self.job
+        for param in job.parameters:
+            param.grad = None
+        trained = plan.trained.shape[1]  # type: ignore[attr-defined]
+        for position in range(trained):
+            terms = job.trained_step(trajectory, plan, position, advantages)  # type: ignore[arg-type]
+            (terms.loss / trained).backward()
+
+
+def group_means(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    groups, inverse = torch.unique(group_ids, return_inverse=True)
+    sums = torch.zeros(len(groups), dtype=rewards.dtype).index_add_(0, inverse, rewards)
+    counts = torch.zeros(len(groups), dtype=rewards.dtype).index_add_(0, inverse, torch.ones_like(rewards))
+    return (sums / counts)[inverse]
+
+
+def join_pieces(pieces: list[Trajectory]) -> Trajectory:
+    """The per-sample rollouts as one batch trajectory (for logging, scoring and a fallback)."""
+    uncond = None if pieces[0].uncond is None else Conditioning.cat([p.uncond for p in pieces])  # type: ignore[misc]
+    return Trajectory(
+        torch.cat([p.latents for p in pieces]),
+        torch.cat([p.log_probs for p in pieces]),
+        Conditioning.cat([p.cond for p in pieces]),
+        uncond,
+        torch.cat([p.images for p in pieces]),
+    )
