@@ -34,7 +34,7 @@ EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "digenrl")
 
 # Names the schema knows but the trainer cannot run yet; refused with "not available yet".
 UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset()
-UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"jagg", "digenrl"})
+UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"digenrl"})
 
 # Options each executor accepts; any other executor option set for it is refused.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
