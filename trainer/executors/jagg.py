@@ -1,0 +1,170 @@
+"""``jagg``: Jacobian-aggregated group gradients (executors.md §3.5; JAGG, arXiv 2607.17572).
+
+Native's schedule, except that each sample's trained steps are sorted high noise first and cut
+into consecutive groups of W = ``group_width``; the first n_J = round(jagg_frac · ⌈K/W⌉) *full*
+groups are routed. In a routed group all W steps are forwarded, only the two endpoints with
+grad; each step's upstream gradient s_j = ∂L_j/∂v̂_j comes from autograd through the step math
+alone (a detached proxy v̂_j), and with α_j = (σ_0 − σ_j)/(σ_0 − σ_{W−1}) one joint backward
+``backward([v_0, v_last], [Σ(1−α_j)s_j, Σα_j s_j])`` replaces W transformer backwards. The
+Jacobian interpolation makes it approximate (class A): the audit reports its cosine overall and
+per routed group. Unrouted steps take native's exact per-step backward; with jagg_frac = 0
+nothing is routed and the step is native's, in native's order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from trainer.algorithms.base import StepPlan
+from trainer.executors.base import Executor, StepResult
+from trainer.executors.step_report import StepReport
+from trainer.job import StepTerms, TrainingJob
+from trainer.layout import SampleBatch
+from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.rollout import Trajectory
+from trainer.sampling.sde_step import sde_step
+
+
+def routed_groups(trained: int, width: int, fraction: float) -> int:
+    """n_J: round half up, full groups only."""
+    return min(trained // width, math.floor(fraction * math.ceil(trained / width) + 0.5))
+
+
+class JaggExecutor(Executor):
+    name = "jagg"
+
+    def __init__(self, job: TrainingJob) -> None:
+        super().__init__(job)
+        options = job.spec.executor
+        self.width = options.group_width or 4
+        self.fraction = 0.6 if options.jagg_frac is None else options.jagg_frac
+        self.group_cosines: list[float] = []
+
+    def train_step(self, batch: SampleBatch) -> StepResult:
+        job = self.job
+        started = time.perf_counter()
+        plan = job.plan(batch)
+        with torch.no_grad():
+            trajectory = job.rollout(batch, plan)
+        rolled = time.perf_counter()
+        scores = job.score(trajectory, batch)
+        advantages, stats, rewards = job.advantages(scores, batch)
+        scored = time.perf_counter()
+
+        trained = plan.trained.shape[1]
+        routed = routed_groups(trained, self.width, self.fraction)
+        order = plan if routed == 0 else StepPlan(plan.sde, plan.trained.sort(dim=1).values, plan.weights)
+        probe = job.replay is not None  # audit: also form each routed group's exact gradient
+        report = StepReport()
+        sync_seconds, backwards = 0.0, 0
+        self.group_cosines = []
+        for _ in range(job.spec.algorithm.inner_epochs):
+            for group in range(routed):
+                positions = list(range(group * self.width, (group + 1) * self.width))
+                self.joint_backward(trajectory, order, positions, advantages, report, probe)
+                backwards += 1
+            for position in range(routed * self.width, trained):
+                terms = job.trained_step(trajectory, order, position, advantages)
+                (terms.loss / trained).backward()
+                report.add(terms)
+                backwards += 1
+            synced = time.perf_counter()
+            job.synchronize_gradients()
+            sync_seconds += time.perf_counter() - synced
+            report.grad_norms.append(job.optimizer_step())
+        finished = time.perf_counter()
+        times = {
+            "rollout": rolled - started, "reward": scored - rolled, "train": finished - scored, "sync": sync_seconds
+        }
+        executor = {
+            "routed_groups": routed,
+            "backward_passes": backwards,
+            "retained_graphs": 2 * len(batch.prompts) if routed else len(batch.prompts),
+            "buffer_bytes": 0,
+            "sync_count": int(job.dist.world_size > 1) * job.spec.algorithm.inner_epochs,
+        }
+        return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
+
+    def joint_backward(
+        self, trajectory: Trajectory, plan: StepPlan, positions: list[int], advantages: torch.Tensor,
+        report: StepReport, probe: bool,
+    ) -> None:
+        """One routed group: W forwards (endpoints with grad), s_j by autograd through the step
+        math only, α-weighted aggregation, one joint backward through the two endpoints."""
+        job, spec = self.job, self.job.spec.algorithm
+        trained = plan.trained.shape[1]
+        rows = torch.arange(trajectory.latents.shape[0])
+        sigmas = job.algorithm.sigmas
+        first, last = plan.trained[:, positions[0]], plan.trained[:, positions[-1]]
+        span = (sigmas[first] - sigmas[last]).float()
+        endpoints: list[torch.Tensor] = []
+        upstream: list[tuple[torch.Tensor, torch.Tensor]] = []
+        s_base = s_corr = None
+        for j, position in enumerate(positions):
+            index = plan.trained[:, position]
+            x, x_next = trajectory.latents[rows, index], trajectory.latents[rows, index + 1]
+            sigma = sigmas[index].float().to(x.device)
+            endpoint = j in (0, len(positions) - 1)
+            with torch.set_grad_enabled(endpoint or probe):
+                velocity = job.family.velocity(job.policy, x, sigma, trajectory.cond, trajectory.uncond, spec.cfg_scale)
+            proxy = velocity.detach().requires_grad_(True)
+            terms = self.step_loss(proxy, x, x_next, index, sigma, trajectory, advantages, plan)
+            (s_j,) = torch.autograd.grad(terms.loss / trained, proxy)
+            report.add(terms)
+            alpha = ((sigmas[first] - sigmas[index]).float() / span).reshape(-1, *([1] * (x.dim() - 1)))
+            s_base = (1 - alpha) * s_j if s_base is None else s_base + (1 - alpha) * s_j
+            s_corr = alpha * s_j if s_corr is None else s_corr + alpha * s_j
+            if endpoint:
+                endpoints.append(velocity)
+            if probe:
+                upstream.append((velocity, s_j))
+        if probe:
+            self.group_cosines.append(self.probe_cosine(upstream, endpoints, [s_base, s_corr]))  # type: ignore[list-item]
+        torch.autograd.backward(endpoints, [s_base, s_corr])  # type: ignore[list-item]
+
+    def step_loss(
+        self, proxy: torch.Tensor, x: torch.Tensor, x_next: torch.Tensor, index: torch.Tensor, sigma: torch.Tensor,
+        trajectory: Trajectory, advantages: torch.Tensor, plan: StepPlan,
+    ) -> StepTerms:
+        """Native's per-step loss (clipped surrogate + β·KL) as a function of the velocity alone."""
+        job, spec = self.job, self.job.spec.algorithm
+        algorithm = job.algorithm
+        out = sde_step(proxy, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next)
+        old = trajectory.log_probs[torch.arange(x.shape[0]), index]
+        weights = None if plan.weights is None else plan.weights.to(x.device)
+        terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
+        loss, kl = terms.loss, torch.zeros(())
+        if spec.kl_beta > 0:
+            with torch.no_grad():
+                reference_velocity = job.reference_velocity(x, sigma, trajectory)
+                reference = sde_step(
+                    reference_velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next
+                )
+            kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
+            loss = loss + spec.kl_beta * kl
+        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
+        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
+
+    def probe_cosine(
+        self, upstream: list[tuple[torch.Tensor, torch.Tensor]], endpoints: list[torch.Tensor],
+        aggregated: list[torch.Tensor],
+    ) -> float:
+        """cos(Σ_j J_jᵀ s_j, J_0ᵀ s_base + J_lastᵀ s_corr) for one routed group (audit only)."""
+        params = self.job.parameters
+        exact = [torch.zeros_like(p) for p in params]
+        for velocity, s_j in upstream:
+            grads = torch.autograd.grad(velocity, params, s_j, retain_graph=True, allow_unused=True)
+            for total, grad in zip(exact, grads, strict=True):
+                if grad is not None:
+                    total.add_(grad)
+        approx = torch.autograd.grad(endpoints, params, aggregated, retain_graph=True, allow_unused=True)
+        filled = [g if g is not None else torch.zeros_like(p) for g, p in zip(approx, params, strict=True)]
+        a = torch.cat([e.reshape(-1) for e in exact]).double()
+        b = torch.cat([g.reshape(-1) for g in filled]).double()
+        return max(-1.0, min(1.0, float(torch.nn.functional.cosine_similarity(a, b, dim=0))))
+
+    def audit_extra(self) -> dict[str, object]:
+        return {"routed_groups": len(self.group_cosines), "group_cosines": self.group_cosines}
