@@ -5,7 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from server_harness import Harness, bearer
+
+
+@pytest.fixture
+def database_url(sqlite_url: str) -> str:
+    """SQLite only: HTTP-level behaviour: the database engine plays no part."""
+    return sqlite_url
 
 
 def test_health_needs_no_token(harness: Harness) -> None:

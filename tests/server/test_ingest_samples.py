@@ -9,6 +9,12 @@ from httpx import Response
 from server_harness import Harness, Headers, png_bytes
 
 
+@pytest.fixture
+def database_url(sqlite_url: str) -> str:
+    """SQLite only: image checks and files on disk: the database engine plays no part."""
+    return sqlite_url
+
+
 def _upload(harness: Harness, job_id: int, token: Headers, image: bytes, **fields: Any) -> Response:
     form = {"attempt": "1", "step": "2", "kind": "eval", "prompt": "a red apple", "seed": "7", "reward": "0.5"}
     form.update({k: str(v) for k, v in fields.items()})

@@ -9,6 +9,12 @@ import pytest
 from server_harness import Harness
 
 
+@pytest.fixture
+def database_url(sqlite_url: str) -> str:
+    """SQLite only: spec validation happens before any SQL that differs between databases."""
+    return sqlite_url
+
+
 def test_valid_spec_is_queued_in_the_callers_team(harness: Harness) -> None:
     response = harness.submit({"name": "tiny", "algorithm": {"total_steps": 3}})
     assert response.status_code == 201
