@@ -43,3 +43,23 @@ def test_tokenizer_distinguishes_colour_words(tiny_model_dir: Path) -> None:
     family = SD3Family(tiny_model_dir, torch.device("cpu"), torch.float32)
     ids = family.tokenizer(["a red apple", "a blue apple"]).input_ids
     assert ids[0] != ids[1] and family.tokenizer.unk_token_id not in ids[0]
+
+
+def _build_on_rank(rank: int, init_file: str, target: str) -> None:
+    """Rank 1 of a gloo group builds the model first, as a second rank or node may on a fresh home."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    if rank == 1:
+        ensure_builtin_tiny(Path(target))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_a_non_zero_rank_builds_a_complete_model(tmp_path: Path) -> None:
+    import torch.multiprocessing as mp
+
+    target = tmp_path / "tiny"
+    mp.spawn(_build_on_rank, args=(str(tmp_path / "init"), str(target)), nprocs=2)
+    assert (target / "text_encoder" / "model.safetensors").stat().st_size > 0
+    assert (target / "transformer" / "diffusion_pytorch_model.safetensors").exists()

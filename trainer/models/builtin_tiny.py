@@ -10,6 +10,8 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -86,7 +88,9 @@ def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> P
     """Return the directory of the tiny model, building it first if missing.
 
     A file lock serialises concurrent ranks; the model is written to a temporary folder and
-    renamed, so a reader never sees a half-written model.
+    renamed, so a reader never sees a half-written model. It is built in a fresh interpreter:
+    inside an initialised process group transformers saves nothing on a non-zero rank, and the
+    first rank to take the lock (or a second node's rank 0) may be any rank.
     """
     target = cache_dir or default_cache_dir()
     if (target / "model_index.json").exists():
@@ -97,10 +101,16 @@ def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> P
         if not (target / "model_index.json").exists():
             staging = target.parent / f".{target.name}.building-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
-            build_tiny(staging)
+            build_in_fresh_process(staging)
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
     return target
+
+
+def build_in_fresh_process(directory: Path) -> None:
+    """`build_tiny` in a child interpreter that has no process group, so every component is saved."""
+    code = "import sys; from pathlib import Path; from trainer.models.builtin_tiny import build_tiny; "
+    subprocess.run([sys.executable, "-c", code + "build_tiny(Path(sys.argv[1]))", str(directory)], check=True)
 
 
 def build_tiny(directory: Path) -> None:
