@@ -7,6 +7,7 @@ with a message naming the field before anything is stored or allocated.
 
 from __future__ import annotations
 
+import math
 import re
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -452,3 +453,86 @@ def spec_errors(exc: Exception) -> list[dict[str, str]]:
 
 def json_schema() -> dict[str, Any]:
     return JobSpec.model_json_schema()
+
+
+# ---- Analytical speed bound (executors.md §4, single-process cost model) -----------------------------------
+# Per sample per training step, in units of one forward F; collectives, VAE decode, reward and optimizer are
+# excluded. T = sampling_steps, K = train_timesteps, b = backward cost (2 full fine-tuning, 1 LoRA, +1 with
+# gradient checkpointing). kl_beta > 0 adds K reference forwards to every executor alike. digenrl is a
+# multi-process pipeline the model does not cover: no bound.
+
+JAGG_DEFAULT_WIDTH = 4
+JAGG_DEFAULT_FRACTION = 0.6
+
+
+def _cost_inputs(spec: JobSpec | dict[str, Any]) -> tuple[str, int, int, int, float, int, float] | None:
+    """(executor, T, K, b, kl_beta, W, jagg_frac) of a parsed spec or of a stored one (model_dump)."""
+    if not isinstance(spec, JobSpec):
+        try:
+            spec = JobSpec.model_validate(spec, context={"path_roots": None})
+        except ValueError:
+            return _stored_cost_inputs(spec)
+    algo, model, executor = spec.algorithm, spec.model, spec.executor
+    backward = (2 if model.finetune == "full" else 1) + (1 if model.gradient_checkpointing else 0)
+    width = executor.group_width or JAGG_DEFAULT_WIDTH
+    fraction = JAGG_DEFAULT_FRACTION if executor.jagg_frac is None else executor.jagg_frac
+    trained: int = algo.train_timesteps  # type: ignore[assignment]
+    return executor.name, algo.sampling_steps, trained, backward, algo.kl_beta, width, fraction
+
+
+def _stored_cost_inputs(data: dict[str, Any]) -> tuple[str, int, int, int, float, int, float] | None:
+    """A stored spec that no longer validates here (its model folder moved, say): read the fields it holds."""
+    try:
+        algo, model, executor = (data.get(k) or {} for k in ("algorithm", "model", "executor"))
+        steps = int(algo.get("sampling_steps", 10))
+        trained = algo.get("train_timesteps")
+        if trained is None:
+            return None
+        backward = 2 if model.get("finetune", "lora") == "full" else 1
+        backward += 1 if model.get("gradient_checkpointing") else 0
+        width = executor.get("group_width") or JAGG_DEFAULT_WIDTH
+        fraction = executor.get("jagg_frac")
+        fraction = JAGG_DEFAULT_FRACTION if fraction is None else float(fraction)
+        kl = float(algo.get("kl_beta") or 0.0)
+        return str(executor.get("name", "native")), steps, int(trained), backward, kl, int(width), fraction
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def jagg_backward_passes(trained: int, width: int, fraction: float) -> int:
+    """K_b with integer routing: n_J = round(jagg_frac · ⌈K/W⌉) (half up, full groups only) routed groups
+    take 2 endpoint backwards each; every other trained step takes its own."""
+    routed = min(trained // width, math.floor(fraction * math.ceil(trained / width) + 0.5))
+    return trained - routed * (width - 2)
+
+
+def native_cost(spec: JobSpec | dict[str, Any]) -> float | None:
+    """Native's cost C = T + (1 + b)K for the spec's T, K and b, whatever its executor."""
+    inputs = _cost_inputs(spec)
+    if inputs is None:
+        return None
+    _name, steps, trained, backward, kl, _width, _fraction = inputs
+    return steps + (1 + backward) * trained + (trained if kl > 0 else 0)
+
+
+def analytical_cost(spec: JobSpec | dict[str, Any]) -> float | None:
+    """The spec's executor's cost C per sample per step in forwards (executors.md §4); None for digenrl
+    (or a spec without the numbers)."""
+    inputs = _cost_inputs(spec)
+    if inputs is None:
+        return None
+    name, steps, trained, backward, kl, width, fraction = inputs
+    reference = trained if kl > 0 else 0
+    if name == "native":
+        return steps + (1 + backward) * trained + reference
+    if name in ("lean_retain", "lean_reweight"):
+        return steps + backward * trained + reference
+    if name == "jagg":
+        return steps + trained + backward * jagg_backward_passes(trained, width, fraction) + reference
+    return None
+
+
+def bound_speedup(spec: JobSpec | dict[str, Any]) -> float | None:
+    """The analytical speedup over native on the same spec, native cost / executor cost; None for digenrl."""
+    cost, base = analytical_cost(spec), native_cost(spec)
+    return base / cost if cost and base else None
