@@ -1,7 +1,7 @@
 """Metric points: idempotent batch ingestion and downsampled, step-aligned reads.
 
-Storage: one row per (job, key, step, attempt), inserted with ON CONFLICT DO NOTHING so a
-re-sent batch costs one round of inserts and stores nothing twice. When a later attempt
+Storage: one row per (job, key, step, attempt), inserted with ON CONFLICT DO NOTHING (through
+COPY on PostgreSQL) so a re-sent batch costs one round of inserts and stores nothing twice. When a later attempt
 reports a step, the earlier attempts' points from that step on are marked superseded: the
 curve shows what the surviving attempt computed.
 
@@ -16,25 +16,48 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sqlalchemy import Insert, case, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import case, func, or_, select, update
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from server.models import Job, Metric
 from server.schemas.metrics import MetricBatch, MetricSeries
 from server.services.errors import Conflict, PayloadTooLarge
 
+Row = tuple[int, str, int, int, float, float]  # job_id, key, step, attempt, value, wall_time
 
-def _insert_ignoring_duplicates(session: Session) -> Insert:
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING step: the returned rows are exactly the new points.
+_STAGING_DDL = (
+    "CREATE TEMP TABLE IF NOT EXISTS metric_staging (job_id integer, key varchar(200), step integer, "
+    "attempt integer, value double precision, wall_time double precision) ON COMMIT DELETE ROWS"
+)
+_FROM_STAGING = (
+    "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
+    "SELECT job_id, key, step, attempt, value, wall_time, false FROM metric_staging ON CONFLICT DO NOTHING"
+)
 
-    Executed with a list of rows, SQLAlchemy sends it as multi-row VALUES batches ("insertmanyvalues")
-    from one cached statement, on both databases.
+
+def _insert_postgres(session: Session, rows: list[Row]) -> int:
+    """COPY into a per-connection staging table, then one INSERT ... ON CONFLICT DO NOTHING.
+
+    Several times faster than multi-row VALUES; the INSERT's row count is exactly the new points.
     """
-    dialect = session.get_bind().dialect.name
-    module: Any = postgresql if dialect == "postgresql" else sqlite
+    raw = session.connection().connection.driver_connection
+    with raw.cursor() as cursor:
+        cursor.execute(_STAGING_DDL)
+        with cursor.copy("COPY metric_staging (job_id, key, step, attempt, value, wall_time) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(_FROM_STAGING)
+        return int(cursor.rowcount)
+
+
+def _insert_sqlite(session: Session, rows: list[Row]) -> int:
+    """Multi-row INSERT ... ON CONFLICT DO NOTHING RETURNING: the returned rows are exactly the new points."""
     table = Metric.__table__
-    return module.insert(table).on_conflict_do_nothing().returning(table.c.step)  # type: ignore[no-any-return]
+    statement = sqlite.insert(table).on_conflict_do_nothing().returning(table.c.step)
+    names = ("job_id", "key", "step", "attempt", "value", "wall_time")
+    params = [{**dict(zip(names, row, strict=True)), "superseded": False} for row in rows]
+    return len(session.connection().execute(statement, params).all())
 
 
 def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_points: int) -> tuple[int, int]:
@@ -43,26 +66,16 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
         raise PayloadTooLarge(f"batch has {batch.point_count} points; the limit is {max_points}")
     if batch.attempt != job.attempt:
         raise Conflict(f"attempt {batch.attempt} is not job {job.id}'s current attempt ({job.attempt})")
-    rows = []
+    rows: list[Row] = []
     skipped = 0
     for point in batch.steps:
         for key, value in point.values.items():
-            if not math.isfinite(value):
+            if math.isfinite(value):
+                rows.append((job.id, key, point.step, batch.attempt, value, point.wall_time))
+            else:
                 skipped += 1
-                continue
-            rows.append(
-                {
-                    "job_id": job.id,
-                    "key": key,
-                    "step": point.step,
-                    "attempt": batch.attempt,
-                    "value": value,
-                    "wall_time": point.wall_time,
-                    "superseded": False,
-                }
-            )
     if rows and batch.attempt > 1:
-        first_step = min(row["step"] for row in rows)
+        first_step = min(row[2] for row in rows)
         session.execute(
             update(Metric)
             .where(
@@ -74,7 +87,10 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
             .values(superseded=True)
             .execution_options(synchronize_session=False)
         )
-    stored = len(session.connection().execute(_insert_ignoring_duplicates(session), rows).all()) if rows else 0
+    stored = 0
+    if rows:
+        postgres = session.get_bind().dialect.name == "postgresql"
+        stored = _insert_postgres(session, rows) if postgres else _insert_sqlite(session, rows)
     session.commit()
     return stored, skipped
 
