@@ -21,8 +21,8 @@ import torch
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import init_distributed
 from trainer.executors.registry import EXECUTOR_CLASSES
-from trainer.job import Replay, TrainingJob
-from trainer.layout import SampleBatch, layout_error, step_batch
+from trainer.job import GradientHook, Replay, TrainingJob
+from trainer.layout import layout_error, step_batch
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
@@ -95,26 +95,62 @@ def verdict(name: str, spec: JobSpec, result: dict[str, Any]) -> str:
     return "report"
 
 
-def run_one(job: TrainingJob, name: str, spec: JobSpec, batch: SampleBatch) -> Capture:
-    """One step of ``name`` from the job's current weights; the first clip-hook gradient is kept."""
-    captured: list[list[torch.Tensor]] = []
+class AuditSession:
+    """One rank's job, batch and frozen trajectory; each ``capture`` starts from the same weights
+    and optimizer state."""
 
-    def hook(event: str, grads: list[torch.Tensor]) -> None:
-        if event == "clip" and not captured:
-            captured.append([g.detach().clone() for g in grads])
+    def __init__(self, spec: JobSpec, names: list[str]) -> None:
+        self.spec = spec
+        self.specs = {name: spec_for(spec, name) for name in names}
+        quiet_libraries()
+        deterministic()
+        self.dist = init_distributed(spec.resources.device_type)
+        algo = spec.algorithm
+        self.layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
+        problem = layout_error(algo.prompts_per_step, algo.group_size, self.dist.world_size, self.layout)
+        if problem:
+            raise SpecError("algorithm.prompts_per_step", problem)
+        torch.manual_seed(spec.seed)
+        family = load_family(spec.model, self.dist.device)
+        algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
+        self.job = job = TrainingJob(spec, self.dist, family, algorithm, WeightedReward(spec.reward, self.dist.device))
+        pool = load_prompts(spec.prompts.source)
+        rank, world = self.dist.rank, self.dist.world_size
+        self.batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, rank, world, self.layout)
+        plan = job.plan(self.batch)
+        with torch.no_grad():
+            trajectory = job.rollout(self.batch, plan)
+        job.replay = Replay(trajectory, job.score(trajectory, self.batch))
+        self.weights = [p.detach().clone() for p in job.parameters]
+        self.optimizer_state = copy.deepcopy(job.optimizer.state_dict())
+        self.names = [n for n, p in job.policy.named_parameters() if p.requires_grad]
 
-    before = [p.detach().clone() for p in job.parameters]
-    job.spec = spec
-    job.gradient_hooks.append(hook)
-    try:
-        executor = EXECUTOR_CLASSES[name](job)
-        executor.train_step(batch)
-    finally:
-        job.gradient_hooks.remove(hook)
-    extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
-    update = torch.cat([(p.detach() - b).reshape(-1) for p, b in zip(job.parameters, before, strict=True)])
-    (grads,) = captured
-    return Capture(torch.cat([g.reshape(-1) for g in grads]), grads, update, extra)
+    def capture(self, name: str, hooks: tuple[GradientHook, ...] = ()) -> Capture:
+        """One step of ``name`` from the initial weights; the first clip-hook gradient is kept."""
+        job = self.job
+        with torch.no_grad():
+            for param, value in zip(job.parameters, self.weights, strict=True):
+                param.copy_(value)
+        job.optimizer.load_state_dict(copy.deepcopy(self.optimizer_state))
+        job.optimizer.zero_grad(set_to_none=True)
+        captured: list[list[torch.Tensor]] = []
+
+        def keep(event: str, grads: list[torch.Tensor]) -> None:
+            if event == "clip" and not captured:
+                captured.append([g.detach().clone() for g in grads])
+
+        job.spec = self.specs[name]
+        installed = [keep, *hooks]
+        job.gradient_hooks.extend(installed)
+        try:
+            executor = EXECUTOR_CLASSES[name](job)
+            executor.train_step(self.batch)
+        finally:
+            job.gradient_hooks[:] = [h for h in job.gradient_hooks if h not in installed]
+        extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
+        update = torch.cat([(p.detach() - w).reshape(-1) for p, w in zip(job.parameters, self.weights, strict=True)])
+        (grads,) = captured
+        return Capture(torch.cat([g.reshape(-1) for g in grads]), grads, update, extra)
 
 
 def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
@@ -125,56 +161,22 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     unknown = [n for n in names if n not in EXECUTOR_CLASSES]
     if unknown:
         raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; available: {', '.join(EXECUTOR_CLASSES)}")
-    if "native" not in names:
-        names = ["native", *names]
-    specs = {name: spec_for(spec, name) for name in names}
-    quiet_libraries()
-    deterministic()
-    dist = init_distributed(spec.resources.device_type)
-    algo = spec.algorithm
-    layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
-    problem = layout_error(algo.prompts_per_step, algo.group_size, dist.world_size, layout)
-    if problem:
-        raise SpecError("algorithm.prompts_per_step", problem)
-    torch.manual_seed(spec.seed)
-    family = load_family(spec.model, dist.device)
-    algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
-    job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
-    pool = load_prompts(spec.prompts.source)
-    batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, layout)
-
-    plan = job.plan(batch)
-    with torch.no_grad():
-        trajectory = job.rollout(batch, plan)
-    job.replay = Replay(trajectory, job.score(trajectory, batch))
-    weights = [p.detach().clone() for p in job.parameters]
-    optimizer_state = copy.deepcopy(job.optimizer.state_dict())
-    names_by_param = [n for n, p in job.policy.named_parameters() if p.requires_grad]
-
-    captures: dict[str, Capture] = {}
-    for name in names:
-        with torch.no_grad():
-            for param, value in zip(job.parameters, weights, strict=True):
-                param.copy_(value)
-        job.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
-        job.optimizer.zero_grad(set_to_none=True)
-        captures[name] = run_one(job, name, specs[name], batch)
-
+    names = ["native", *[n for n in names if n != "native"]]
+    session = AuditSession(spec, names)
+    captures = {name: session.capture(name) for name in names}
     report: dict[str, Any] = {
         "spec": str(spec_path),
-        "world_size": dist.world_size,
-        "layout": layout,
-        "samples": batch.global_size,
-        "trainable_parameters": sum(p.numel() for p in job.parameters),
+        "world_size": session.dist.world_size,
+        "layout": session.layout,
+        "samples": session.batch.global_size,
+        "trainable_parameters": sum(p.numel() for p in session.job.parameters),
         "executors": {},
     }
-    for name in names:
-        if name == "native":
-            continue
-        result = compare(captures[name], captures["native"], names_by_param)
+    for name in names[1:]:
+        result = compare(captures[name], captures["native"], session.names)
         result.update(captures[name].extra)
-        result["verdict"] = verdict(name, specs[name], result)
+        result["verdict"] = verdict(name, session.specs[name], result)
         report["executors"][name] = result
-    dist.barrier()
-    dist.close()
+    session.dist.barrier()
+    session.dist.close()
     return report

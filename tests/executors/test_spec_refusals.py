@@ -1,0 +1,53 @@
+"""Executor/algorithm/resources pairs that are not exact or cannot run are refused by the spec,
+with the field named (executors.md §3.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.trainer.conftest import tiny_spec
+from trainer.spec import parse_spec, retained_graph_bound, spec_errors
+
+
+def refused_field(**sections: Any) -> str:
+    with pytest.raises(ValidationError) as caught:
+        parse_spec(tiny_spec(**sections))
+    (error,) = spec_errors(caught.value)
+    return error["field"]
+
+
+@pytest.mark.parametrize(
+    ("sections", "field"),
+    [
+        ({"executor": {"name": "lean_retain"}, "algorithm": {"inner_epochs": 2}}, "algorithm.inner_epochs"),
+        ({"executor": {"name": "lean_reweight"}, "algorithm": {"inner_epochs": 2}}, "algorithm.inner_epochs"),
+        ({"executor": {"name": "lean_reweight"}, "algorithm": {"kl_beta": 0.04}}, "algorithm.kl_beta"),
+        ({"executor": {"name": "lean_reweight", "buffer_regime": "per_rank"}}, "executor.buffer_regime"),
+        ({"executor": {"name": "lean_retain"}, "resources": {"devices": 3}}, "algorithm.group_size"),
+        ({"executor": {"name": "lean_retain", "max_retained_graphs": 8}}, "executor.max_retained_graphs"),
+        ({"executor": {"name": "jagg"}, "algorithm": {"name": "flash_grpo"}}, "executor.name"),
+        ({"executor": {"name": "jagg", "group_width": 8}}, "executor.group_width"),
+        ({"executor": {"name": "digenrl"}}, "resources.devices"),
+        (
+            {"executor": {"name": "digenrl", "rollout_devices": 2}, "resources": {"devices": 2}},
+            "executor.rollout_devices",
+        ),
+        ({"executor": {"name": "native", "buffer_regime": "affine"}}, "executor.buffer_regime"),
+    ],
+)
+def test_unsupported_pair_is_refused_naming_the_field(sections: dict[str, Any], field: str) -> None:
+    assert refused_field(**sections) == field
+
+
+def test_reweight_with_kl_is_accepted_with_the_extra_vjp() -> None:
+    spec = parse_spec(tiny_spec(executor={"name": "lean_reweight", "kl": "extra_vjp"}, algorithm={"kl_beta": 0.04}))
+    assert spec.executor.kl == "extra_vjp"
+
+
+def test_memory_guard_accepts_a_declared_fallback_and_counts_local_graphs() -> None:
+    guarded = {"name": "lean_retain", "max_retained_graphs": 8, "on_memory_guard": "native"}
+    spec = parse_spec(tiny_spec(executor=guarded))
+    assert retained_graph_bound(spec) == 8 * 7  # 2 prompts x 4 samples, K = T - 1 = 7
