@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from server.config import Settings
@@ -79,7 +79,7 @@ def parse_filters(
 
 def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int = 50, offset: int = 0) -> JobPage:
     """Newest first, within the caller's teams; `total` counts every match, not just this page."""
-    conditions = []
+    conditions: list[ColumnElement[bool]] = []
     if filters.statuses:
         conditions.append(Job.status.in_(filters.statuses))
     if filters.executor:

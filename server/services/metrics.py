@@ -42,6 +42,7 @@ def _insert_postgres(session: Session, rows: list[Row]) -> int:
     Several times faster than multi-row VALUES; the INSERT's row count is exactly the new points.
     """
     raw = session.connection().connection.driver_connection
+    assert raw is not None  # a live psycopg connection inside this session's transaction
     with raw.cursor() as cursor:
         cursor.execute(_STAGING_DDL)
         with cursor.copy("COPY metric_staging (job_id, key, step, attempt, value, wall_time) FROM STDIN") as copy:
@@ -53,7 +54,7 @@ def _insert_postgres(session: Session, rows: list[Row]) -> int:
 
 def _insert_sqlite(session: Session, rows: list[Row]) -> int:
     """Multi-row INSERT ... ON CONFLICT DO NOTHING RETURNING: the returned rows are exactly the new points."""
-    table = Metric.__table__
+    table = Metric.metadata.tables["metrics"]
     statement = sqlite.insert(table).on_conflict_do_nothing().returning(table.c.step)
     names = ("job_id", "key", "step", "attempt", "value", "wall_time")
     params = [{**dict(zip(names, row, strict=True)), "superseded": False} for row in rows]

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from fastapi.testclient import TestClient
-from httpx import Response
 from PIL import Image
 from sqlalchemy.orm import Session, sessionmaker
+from starlette import testclient
 
 from server.config import Settings
 from server.models import Allocation, ApiToken, Device, Host, Job, LogLine, Membership, Team, User
@@ -22,6 +22,8 @@ from server.services.job_status import set_status
 from server.services.tokens import JOB_TOKEN_PREFIX, USER_TOKEN_PREFIX, hash_token, new_token
 
 Headers = dict[str, str]
+# Whichever httpx module Starlette's TestClient runs on (httpx2 when installed, else httpx).
+Response = testclient.httpx.Response
 
 
 def bearer(token: str) -> Headers:

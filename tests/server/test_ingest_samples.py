@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from httpx import Response
-from server_harness import Harness, Headers, png_bytes
+from server_harness import Harness, Headers, Response, png_bytes
 
 
 @pytest.fixture

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from httpx import Response
-from server_harness import Harness
+from server_harness import Harness, Response
 
 
 def _cancel(harness: Harness, job_id: int) -> Response:
