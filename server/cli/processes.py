@@ -1,7 +1,8 @@
-"""The `sfumato` command: the embedded platform (`up`) and each of its processes on its own.
+"""The platform's processes: the embedded platform (`up`) and each process on its own.
 
 Every command reads the same SFUMATO_* settings; with none set it runs on the embedded defaults
-(SQLite, a broker on SQLite, artifacts under ./var).
+(SQLite, a broker on SQLite, artifacts under ./var). Server modules are imported inside the commands,
+so the client commands of the same `sfumato` entry point run without the server's dependencies.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ import sys
 import threading
 from dataclasses import dataclass
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from server.config import Settings, get_settings
+if TYPE_CHECKING:
+    from server.config import Settings
 
-app = typer.Typer(
-    name="sfumato", no_args_is_help=True, add_completion=False, help="Sfumato: RL fine-tuning of diffusion models."
-)
 db_app = typer.Typer(no_args_is_help=True, help="The database schema.")
-app.add_typer(db_app, name="db")
 
 console = Console(stderr=True)
 
@@ -59,11 +58,12 @@ def _bootstrap(settings: Settings) -> None:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Bring the database to the latest schema."""
+    from server.config import get_settings
+
     _migrate(get_settings())
     console.print("database schema is up to date")
 
 
-@app.command()
 def server(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
@@ -74,17 +74,19 @@ def server(
     """The web server and REST API (uvicorn)."""
     import uvicorn
 
+    from server.config import get_settings
+
     if bootstrap:
         _bootstrap(get_settings())
     uvicorn.run("server.main:create_app", factory=True, host=host, port=port, log_level="info")
 
 
-@app.command()
 def worker(
     concurrency: int | None = typer.Option(None, help="jobs at once; default: the host's device count"),
     loglevel: str = typer.Option("info", help="Celery log level"),
 ) -> None:
     """The Celery worker of this host: registers its devices and runs the jobs sent to its queue."""
+    from server.config import get_settings
     from server.services.hosts import host_queue
     from worker.celery_app import app as celery_app
     from worker.host_agent import detect_devices, host_name
@@ -106,9 +108,9 @@ def worker(
     )  # fmt: skip
 
 
-@app.command()
 def scheduler() -> None:
     """The scheduler loop: places queued jobs on free devices and notices lost hosts."""
+    from server.config import get_settings
     from server.db import get_sessionmaker
     from server.services.scheduler import RUN_JOB_TASK, NodeTask, run_scheduler
     from worker.celery_app import app as celery_app
@@ -166,12 +168,12 @@ def _public_url(host: str, port: int) -> str:
     return f"http://{reachable}:{port}"
 
 
-@app.command()
 def up(
     host: str = typer.Option("127.0.0.1", help="address the server listens on"),
     port: int = typer.Option(8000, help="port the server listens on"),
 ) -> None:
     """The whole platform in the foreground: server, scheduler and one worker. Ctrl-C stops it all."""
+    from server.config import get_settings
     from worker.supervisor import terminate_with_parent
 
     # The children inherit these: one absolute state folder, and the URL trainers report to.
@@ -216,7 +218,3 @@ def up(
         _stop_children([c for c in children if c.name != "server"])
         _stop_children([c for c in children if c.name == "server"])
     raise typer.Exit(exit_code)
-
-
-if __name__ == "__main__":
-    app()

@@ -1,0 +1,22 @@
+"""The `sfumato` command: the platform's processes (up, server, worker, scheduler, db) and the client
+commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts)."""
+
+from __future__ import annotations
+
+import typer
+
+from server.cli import account, jobs, processes
+from server.cli.common import connection_options
+
+app = typer.Typer(name="sfumato", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.callback()(connection_options)
+
+for command in (processes.up, processes.server, processes.worker, processes.scheduler):
+    app.command(rich_help_panel="Platform")(command)
+app.add_typer(processes.db_app, name="db", rich_help_panel="Platform")
+
+app.command(rich_help_panel="Client")(account.login)
+for command in (jobs.submit, jobs.jobs, jobs.show, jobs.logs, jobs.cancel, jobs.retry, jobs.compare, jobs.export):
+    app.command(rich_help_panel="Client")(command)
+app.add_typer(account.token_app, name="token", rich_help_panel="Client")
+app.command(rich_help_panel="Client")(account.hosts)

@@ -1,0 +1,5 @@
+"""`python -m server.cli ...`, the same as the `sfumato` entry point."""
+
+from server.cli import app
+
+app()

@@ -1,0 +1,247 @@
+"""Client commands for jobs: submit (and follow), list, show, logs, cancel, retry, compare, export."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from server.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, size, steps, when
+from sfumato import Client, Job
+from sfumato.export import Format, write_csv, write_table
+
+
+def _stats(job: Job) -> str:
+    return f"reward {number(job.last_reward)}  {number(job.samples_per_s, 3)} samples/s"
+
+
+class _Follower:
+    """Shows a job's progress while `wait` polls it: a live bar on a terminal, a line per step otherwise."""
+
+    def __init__(self, job: Job) -> None:
+        self.live = err.is_terminal
+        self.last_step = -1
+        self.last_status = ""
+        self.progress = Progress(
+            TextColumn("job {task.fields[job_id]} [bold]{task.fields[status]}[/bold]"),
+            BarColumn(),
+            TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            console=err,
+        )
+        self.task: TaskID = self.progress.add_task(
+            "", total=max(job.total_steps, 1), job_id=job.id, status=job.status, stats=_stats(job)
+        )
+
+    def __enter__(self) -> _Follower:
+        if self.live:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.live:
+            self.progress.stop()
+
+    def update(self, job: Job) -> None:
+        total = max(job.total_steps, 1) if job.total_steps else None
+        self.progress.update(self.task, completed=job.step, total=total, status=job.status, stats=_stats(job))
+        if not self.live and (job.step != self.last_step or job.status != self.last_status):
+            err.print(
+                f"job {job.id} {job.status}  step {steps(job.step, job.total_steps)}  {_stats(job)}", markup=False
+            )
+        self.last_step, self.last_status = job.step, job.status
+
+
+def _follow(api: Client, job: Job, timeout: float | None) -> Job:
+    with _Follower(job) as follower:
+        return api.wait(job.id, timeout, interval=1.0, on_update=follower.update)
+
+
+@client_command
+def submit(
+    file: Annotated[Path, typer.Argument(help="the job spec, YAML or JSON; ${ENV} and ${ENV:-default} are filled in")],
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="override a field: --set algorithm.group_size=8 (repeatable)")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends, with a progress bar")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait: give up after this many seconds")] = None,
+    team: Annotated[str | None, typer.Option(help="submit for this one of your teams")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a job spec; with --wait, follow it to the end and print its final reward."""
+    api = client()
+    job = api.submit(file, overrides=overrides or [], team=team)
+    if not wait:
+        if as_json:
+            print_json(job.to_json())
+        else:
+            out.print(f"job {job.id} ({job.name}) {job.status}", markup=False)
+        return
+    err.print(f"job {job.id} ({job.name}) submitted: {job.executor} executor, {job.algorithm}", markup=False)
+    job = _follow(api, job, timeout)
+    if as_json:
+        print_json(job.to_json())
+    if job.status != "succeeded":
+        raise fail(f"job {job.id} {job.status}" + (f": {job.error}" if job.error else ""))
+    if not as_json:
+        out.print(
+            f"job {job.id} succeeded: final reward {number(job.last_reward)} after {job.step} steps "
+            f"({number(job.samples_per_s, 3)} samples/s)",
+            markup=False,
+        )
+
+
+@client_command
+def jobs(
+    status: Annotated[str | None, typer.Option(help="one status or several, comma-separated")] = None,
+    executor: Annotated[str | None, typer.Option()] = None,
+    algorithm: Annotated[str | None, typer.Option()] = None,
+    name: Annotated[str | None, typer.Option(help="part of the name")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """List jobs, newest first."""
+    found = client().jobs(status=status, executor=executor, algorithm=algorithm, name=name, limit=limit)
+    if as_json:
+        print_json([job.to_json() for job in found])
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("ID", "NAME", "STATUS", "ALGORITHM", "EXECUTOR", "STEP", "REWARD", "SAMPLES/S", "CREATED"):
+        table.add_column(column, justify="right" if column in ("ID", "STEP", "REWARD", "SAMPLES/S") else "left")
+    for job in found:
+        table.add_row(
+            str(job.id),
+            job.name,
+            job.status,
+            job.algorithm,
+            job.executor,
+            steps(job.step, job.total_steps),
+            number(job.last_reward),
+            number(job.samples_per_s, 3),
+            when(job.created_at),
+        )
+    out.print(table)
+
+
+@client_command
+def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOption = False) -> None:
+    """A job's status, progress, resources and history."""
+    job = client().job(job_id)
+    if as_json:
+        print_json(job.to_json())
+        return
+    table = Table.grid(padding=(0, 2))
+    rows = {
+        "job": f"{job.id} {job.name}",
+        "status": job.status + (f" ({job.wait_reason})" if job.wait_reason else ""),
+        "algorithm / executor": f"{job.algorithm} / {job.executor}",
+        "resources": f"{job.nodes} node(s) x {job.devices} {job.device_type}",
+        "attempt": f"{job.attempt} of {job.max_attempts}",
+        "step": steps(job.step, job.total_steps),
+        "reward": number(job.last_reward),
+        "samples/s": number(job.samples_per_s, 3),
+        "owner / team": f"{job.owner or '-'} / {job.team or '-'}",
+        "created": when(job.created_at),
+        "finished": when(job.finished_at),
+    }
+    if job.error:
+        rows["error"] = job.error
+    for key, value in rows.items():
+        table.add_row(f"[bold]{key}[/bold]", value)
+    out.print(table)
+    for event in job.events or []:
+        out.print(f"  {when(event.created_at)}  {event.status:<10} {event.message or ''}", markup=False)
+
+
+@client_command
+def logs(
+    job_id: Annotated[int, typer.Argument(help="job id")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep printing new lines until the job ends")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """A job's log lines (with -f, followed live); --json prints one JSON object per line."""
+    for line in client().logs(job_id, follow=follow):
+        if as_json:
+            out.out(json.dumps(line.to_json()))
+        else:
+            out.out(line.text)
+
+
+@client_command
+def cancel(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
+    """Cancel a job: at once when queued, after its trainer stops when running."""
+    job = client().cancel(job_id)
+    state = "cancel requested" if job.cancel_requested and not job.finished else job.status
+    out.print(f"job {job.id}: {state}", markup=False)
+
+
+@client_command
+def retry(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
+    """Queue a failed or cancelled job again."""
+    job = client().retry(job_id)
+    out.print(f"job {job.id}: {job.status} again", markup=False)
+
+
+@client_command
+def compare(
+    job_ids: Annotated[list[int], typer.Argument(help="two or more job ids, e.g. the same spec under each executor")],
+    as_json: JsonOption = False,
+) -> None:
+    """Executors side by side: mean samples/s, speedup over the native job, peak memory, final reward."""
+    rows = client().compare(job_ids)
+    if as_json:
+        print_json([row.to_json() for row in rows])
+        return
+    table = Table(header_style="bold")
+    for column in ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "PEAK MEMORY", "FINAL REWARD"):
+        table.add_column(column, justify="left" if column in ("NAME", "EXECUTOR", "STATUS") else "right")
+    for row in rows:
+        speedup = f"{row.speedup_vs_native:.2f}x" if row.speedup_vs_native is not None else "-"
+        table.add_row(
+            str(row.id),
+            row.name,
+            row.executor,
+            row.status,
+            str(row.steps),
+            number(row.samples_per_s, 3),
+            speedup,
+            size(row.peak_memory_bytes),
+            number(row.final_reward),
+        )
+    out.print(table)
+    if not any(row.executor == "native" for row in rows):
+        err.print("no native job among them: no speedup to show", markup=False)
+
+
+@client_command
+def export(
+    job_id: Annotated[int, typer.Argument(help="job id")],
+    fmt: Annotated[str, typer.Option("--format", help="csv or parquet")] = "csv",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="file to write; '-' for CSV on stdout; default job-ID-metrics.*"),
+    ] = None,
+    keys: Annotated[str | None, typer.Option(help="comma-separated metric keys; default all")] = None,
+) -> None:
+    """A job's metrics as a table, one row per step and one column per key."""
+    if fmt not in ("csv", "parquet"):
+        raise fail(f"--format must be csv or parquet, not {fmt!r}")
+    file_format: Format = "parquet" if fmt == "parquet" else "csv"
+    wanted = [k.strip() for k in keys.split(",") if k.strip()] if keys else None
+    columns, rows = client().metrics_table(job_id, wanted)
+    if not rows:
+        raise fail(f"job {job_id} has no metrics yet")
+    if str(output) == "-":
+        if file_format == "parquet":
+            raise fail("parquet cannot go to stdout: give --output FILE")
+        write_csv(columns, rows, sys.stdout)
+        return
+    path = output or Path(f"job-{job_id}-metrics.{file_format}")
+    write_table(columns, rows, path, file_format)
+    err.print(f"wrote {len(rows)} steps x {len(columns) - 1} metrics to {path}", markup=False)

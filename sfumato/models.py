@@ -1,0 +1,144 @@
+"""What the API returns, as typed objects. Unknown fields from a newer server are kept, not refused."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+TERMINAL_STATES = ("succeeded", "failed", "cancelled")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-ready data, for `--json` and scripts."""
+        return self.model_dump(mode="json")
+
+
+class JobEvent(_Model):
+    attempt: int
+    status: str
+    message: str | None = None
+    created_at: datetime
+
+
+class Job(_Model):
+    """A job as listed; `spec`, `events` and `allocations` are filled by `Client.job`."""
+
+    id: int
+    name: str
+    status: str
+    algorithm: str
+    executor: str
+    device_type: str
+    devices: int
+    nodes: int = 1
+    attempt: int = 0
+    max_attempts: int = 1
+    owner: str | None = None
+    team: str | None = None
+    cancel_requested: bool = False
+    wait_reason: str | None = None
+    error: str | None = None
+    step: int = 0
+    total_steps: int = 0
+    last_reward: float | None = None
+    samples_per_s: float | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    spec: dict[str, Any] | None = None
+    events: list[JobEvent] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL_STATES
+
+
+class MetricSeries(_Model):
+    """One metric on its steps; `values[i]` is None where the key has no point at `steps[i]`."""
+
+    key: str
+    steps: list[int]
+    values: list[float | None]
+
+    def points(self) -> list[tuple[int, float]]:
+        """(step, value) pairs without the gaps."""
+        return [(s, v) for s, v in zip(self.steps, self.values, strict=True) if v is not None]
+
+    def last(self) -> float | None:
+        points = self.points()
+        return points[-1][1] if points else None
+
+
+class LogLine(_Model):
+    id: int
+    attempt: int
+    node_rank: int
+    stream: str
+    text: str
+    created_at: datetime
+
+
+class Sample(_Model):
+    id: int
+    attempt: int
+    step: int
+    kind: str
+    prompt: str
+    seed: int
+    reward: float | None = None
+    width: int
+    height: int
+    created_at: datetime
+    image_url: str
+
+
+class Device(_Model):
+    index: int
+    device_type: str
+    model: str
+    memory_bytes: int | None = None
+    enabled: bool = True
+    busy: bool = False
+    job_id: int | None = None
+
+
+class Host(_Model):
+    id: int
+    name: str
+    address: str | None = None
+    status: str
+    last_heartbeat_at: datetime
+    devices: list[Device]
+
+
+class ApiToken(_Model):
+    """A user API token; `token` (the secret) is set only in the answer to its creation."""
+
+    id: int
+    name: str
+    scope: str = "write"
+    created_at: datetime
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    last_used_at: datetime | None = None
+    token: str | None = None
+
+
+class Comparison(_Model):
+    """One job's row in `Client.compare`: throughput, speedup over the native job, memory and reward."""
+
+    id: int
+    name: str
+    status: str
+    executor: str
+    algorithm: str
+    steps: int
+    samples_per_s: float | None
+    speedup_vs_native: float | None
+    peak_memory_bytes: float | None
+    final_reward: float | None
