@@ -20,6 +20,7 @@ from server.api.router import api_router
 from server.config import Settings, get_settings
 from server.db import make_engine
 from server.migrate import ensure_sqlite_folder
+from server.observability.prometheus import install_prometheus
 from web.pages import mount_web
 
 
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_prometheus(app)  # GET /metrics, and request latencies (outermost middleware)
     app.include_router(api_router)
 
     # Web pages and static files (web/) are mounted here.

@@ -1,0 +1,1 @@
+"""Prometheus metrics: the server's `GET /metrics` and the worker's own exporter."""

@@ -1,0 +1,121 @@
+"""The server's Prometheus endpoint, `GET /metrics`: jobs by state, the queue and its oldest wait, devices
+free and allocated, hosts by status, metric points ingested, and request latency per route.
+
+Job, queue and device numbers are read from the database at scrape time, so every server replica
+reports the same platform-wide values; the ingestion counter and latencies are this process's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from fastapi import FastAPI, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.models import HOST_STATES, JOB_STATES, Allocation, Device, Host, Job, utcnow
+
+# Counted by the ingestion route; registered in each app's registry.
+POINTS_INGESTED = Counter(
+    "sfumato_metric_points_ingested",
+    "Metric points stored from trainers (re-sent points are not counted again)",
+    registry=None,
+)
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class PlatformCollector(Collector):
+    """Gauges computed from the database on every scrape."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+
+    def collect(self) -> Iterator[Metric]:
+        with self.factory() as session:
+            jobs = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).tuples().all())
+            oldest = session.scalar(select(func.min(Job.created_at)).where(Job.status == "queued"))
+            hosts = dict(session.execute(select(Host.status, func.count()).group_by(Host.status)).tuples().all())
+            held = select(Allocation.device_id).where(Allocation.released_at.is_(None))
+            allocated = session.execute(
+                select(Device.device_type, func.count()).where(Device.id.in_(held)).group_by(Device.device_type)
+            ).tuples()
+            free = session.execute(
+                select(Device.device_type, func.count())
+                .join(Host, Host.id == Device.host_id)
+                .where(Host.status == "online", Device.enabled, Device.id.not_in(held))
+                .group_by(Device.device_type)
+            ).tuples()
+            devices = GaugeMetricFamily("sfumato_devices", "Devices by state and type", labels=["state", "device_type"])
+            for state, rows in (("allocated", allocated), ("free", free)):
+                for device_type, count in rows:
+                    devices.add_metric([state, device_type], count)
+
+        by_state = GaugeMetricFamily("sfumato_jobs", "Jobs by state", labels=["state"])
+        for state in JOB_STATES:
+            by_state.add_metric([state], jobs.get(state, 0))
+        yield by_state
+        yield GaugeMetricFamily("sfumato_queue_length", "Jobs waiting for devices", value=jobs.get("queued", 0))
+        wait = (utcnow() - oldest).total_seconds() if oldest is not None else 0.0
+        yield GaugeMetricFamily(
+            "sfumato_queue_oldest_wait_seconds", "How long the oldest queued job has waited", value=max(wait, 0.0)
+        )
+        by_host_state = GaugeMetricFamily("sfumato_hosts", "Worker hosts by status", labels=["status"])
+        for state in HOST_STATES:
+            by_host_state.add_metric([state], hosts.get(state, 0))
+        yield by_host_state
+        yield devices
+
+
+class RequestLatency:
+    """ASGI middleware: a latency histogram per method, route template and status code."""
+
+    def __init__(self, app: ASGIApp, histogram: Histogram) -> None:
+        self.app = app
+        self.histogram = histogram
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def record_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record_status)
+        finally:
+            # The route template (/api/v1/jobs/{job_id}), never the raw path, keeps the label set small.
+            route = getattr(scope.get("route"), "path", None) or "other"
+            self.histogram.labels(scope["method"], route, str(status)).observe(time.perf_counter() - start)
+
+
+def install_prometheus(app: FastAPI) -> None:
+    """Add `GET /metrics` and the latency middleware; call after `app.state.sessionmaker` is set."""
+    registry = CollectorRegistry()
+    registry.register(POINTS_INGESTED)
+    registry.register(PlatformCollector(app.state.sessionmaker))
+    ProcessCollector(registry=registry)
+    latency = Histogram(
+        "sfumato_http_request_duration_seconds",
+        "HTTP request latency by method, route and status",
+        ["method", "route", "status"],
+        buckets=LATENCY_BUCKETS,
+        registry=registry,
+    )
+    app.add_middleware(RequestLatency, histogram=latency)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
