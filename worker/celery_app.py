@@ -20,6 +20,7 @@ from celery.signals import worker_init, worker_shutting_down
 
 from server.config import Settings, get_settings
 from server.services.hosts import host_queue
+from worker.exporter import start_exporter
 from worker.host_agent import SHUTDOWN, HostAgent, host_name
 
 # Longer than any job may run: Redis redelivers an unacknowledged task only after this.
@@ -66,6 +67,7 @@ def _start_host_agent(**_: Any) -> None:
     SHUTDOWN.clear()
     _agent = HostAgent(get_settings())
     _agent.start()
+    start_exporter(_agent.devices)
 
 
 @worker_shutting_down.connect
