@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = 5.0
     host_lost_after_seconds: float = 30.0
     scheduler_interval_seconds: float = 1.0
+    # A job placed this long ago whose trainer never started goes back to the queue (its task was lost).
+    scheduled_timeout_seconds: float = 300.0
+    # The interpreter that runs torchrun on a worker (a host may keep the trainer in its own venv).
+    trainer_python: str | None = None
     cancel_grace_seconds: float = 10.0
 
     max_body_bytes: int = 32 * 1024 * 1024

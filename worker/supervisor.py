@@ -3,6 +3,9 @@
 The trainer runs in its own session (process group), so a cancel reaches `torchrun` and every
 rank at once: SIGTERM, then SIGKILL after the grace period. It also gets SIGTERM when the
 thread that started it dies with the worker, so a killed worker leaves no training behind.
+
+The database may be away for a while (a restarted PostgreSQL): training goes on, log lines
+wait in memory and the job's "running" mark is retried until the database answers again.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from server.services import job_runs
@@ -31,8 +35,9 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
 MAX_LINE_CHARS = 8000
 MAX_BATCH_LINES = 1000
-TAIL_LINES = 40
+TAIL_LINES = 200  # enough to hold a rank's traceback above torchrun's failure summary
 PIPE_DRAIN_SECONDS = 5.0
+MAX_PENDING_LINES = 50_000  # log lines kept while the database is away; older ones are dropped
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
@@ -45,6 +50,7 @@ class Outcome:
     exit_code: int
     stopped_for: str | None
     tail: list[str]
+    unsaved_logs: list[tuple[str, str]] = field(default_factory=list)  # the database was away; saved at finish
 
 
 def terminate_with_parent() -> None:
@@ -76,6 +82,68 @@ def _drain(lines: queue.Queue[tuple[str, str] | None], first_wait: float) -> Ite
             yield lines.get_nowait()
         except queue.Empty:
             return
+
+
+class _DatabaseSide:
+    """The supervisor's writes, each tolerant of a database that is away for a while."""
+
+    def __init__(self, plan: RunPlan, session_scope: SessionScope, host_name: str) -> None:
+        self.plan = plan
+        self.session_scope = session_scope
+        self.host_name = host_name
+        self.pending: deque[tuple[str, str]] = deque(maxlen=MAX_PENDING_LINES)
+        self.marked_running = False
+        self.away_since: float | None = None
+        self.retry_at = 0.0
+
+    def _attempt(self, write: Callable[[Session], object]) -> bool:
+        """One write; False when the database is away (then no new try before the next poll)."""
+        if time.monotonic() < self.retry_at:
+            return False
+        try:
+            with self.session_scope() as session:
+                write(session)
+        except SQLAlchemyError as exc:
+            self.retry_at = time.monotonic() + POLL_SECONDS
+            if self.away_since is None:
+                self.away_since = time.monotonic()
+                log.warning(
+                    "job %s node %s: database unavailable (%s); training goes on",
+                    self.plan.job_id,
+                    self.plan.node_rank,
+                    exc.__class__.__name__,
+                )
+            return False
+        if self.away_since is not None:
+            log.info(
+                "job %s node %s: database back after %.0f s",
+                self.plan.job_id,
+                self.plan.node_rank,
+                time.monotonic() - self.away_since,
+            )
+            self.away_since = None
+        return True
+
+    def mark_running(self) -> None:
+        if not self.marked_running:
+            self.marked_running = self._attempt(
+                lambda s: job_runs.mark_running(s, self.plan.job_id, self.plan.attempt, self.host_name)
+            )
+
+    def append_logs(self, batch: list[tuple[str, str]]) -> None:
+        self.pending.extend(batch)
+        if not self.pending:
+            return
+        lines = list(self.pending)
+        plan = self.plan
+        if self._attempt(lambda s: job_runs.append_logs(s, plan.job_id, plan.attempt, plan.node_rank, lines)):
+            self.pending.clear()
+
+    def stop_reason(self) -> str | None:
+        """None also when the database cannot say: a trainer is never stopped for an outage."""
+        found: list[str | None] = []
+        self._attempt(lambda s: found.append(job_runs.stop_reason(s, self.plan.job_id, self.plan.attempt)))
+        return found[0] if found else None
 
 
 def supervise(
@@ -111,8 +179,8 @@ def supervise(
         for reader in readers:
             reader.start()
         log.info("job %s attempt %s node %s: pid %s", plan.job_id, plan.attempt, plan.node_rank, proc.pid)
-        with session_scope() as session:
-            job_runs.mark_running(session, plan.job_id, plan.attempt, host_name)
+        database = _DatabaseSide(plan, session_scope, host_name)
+        database.mark_running()
 
         stopped_for: str | None = None
         kill_at: float | None = None
@@ -130,8 +198,8 @@ def supervise(
                 log_file.writelines(f"[{stream}] {text}\n" for stream, text in batch)
                 log_file.flush()
                 tail.extend(text for _, text in batch)
-                with session_scope() as session:
-                    job_runs.append_logs(session, plan.job_id, plan.attempt, plan.node_rank, batch)
+            if batch or database.pending:
+                database.append_logs(batch)
 
             now = time.monotonic()
             if proc.poll() is not None:
@@ -143,8 +211,8 @@ def supervise(
                 continue
             if stopped_for is None and now >= next_poll:
                 next_poll = now + POLL_SECONDS
-                with session_scope() as session:
-                    stopped_for = job_runs.stop_reason(session, plan.job_id, plan.attempt)
+                database.mark_running()
+                stopped_for = database.stop_reason()
                 if stopped_for is None and shutdown.is_set():
                     stopped_for = job_runs.STOP_SHUTDOWN
                 if stopped_for is not None:
@@ -160,4 +228,4 @@ def supervise(
         exit_code = proc.wait()
         signal_group(proc, signal.SIGKILL)  # whatever the ranks left behind
         log_file.write(f"sfumato: exit code {exit_code}\n")
-    return Outcome(exit_code=exit_code, stopped_for=stopped_for, tail=list(tail))
+    return Outcome(exit_code, stopped_for, list(tail), list(database.pending))

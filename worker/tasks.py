@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+
+from sqlalchemy.orm import Session
 
 from server.config import get_settings
 from server.services import job_runs
@@ -11,9 +14,12 @@ from worker.celery_app import app
 from worker.host_agent import SHUTDOWN, host_name
 from worker.launch import torchrun_argv, trainer_env
 from worker.supervisor import Outcome, supervise
-from worker.transactions import writer_session
+from worker.transactions import write_when_database_answers, writer_session
 
 log = logging.getLogger(__name__)
+
+# A task whose start cannot reach the database for this long gives up; the scheduler requeues the job.
+START_GIVE_UP_SECONDS = 60.0
 
 
 @app.task(name="worker.run_job")
@@ -21,13 +27,20 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
     """Run one node of one job attempt to its end; returns the job's status afterwards."""
     settings = get_settings()
     host = host_name(settings)
-    with writer_session() as session:
-        plan = job_runs.start_run(session, job_id, attempt, node_rank, host, settings.resolved_artifact_root())
+    what = f"job {job_id} attempt {attempt} node {node_rank}"
+    plan = write_when_database_answers(
+        lambda session: job_runs.start_run(
+            session, job_id, attempt, node_rank, host, settings.resolved_artifact_root()
+        ),
+        f"starting {what}",
+        give_up_after_seconds=START_GIVE_UP_SECONDS,
+        stop=SHUTDOWN,
+    )
     if plan is None:
-        log.info("job %s attempt %s node %s is not current on %s; nothing to run", job_id, attempt, node_rank, host)
+        log.info("%s is not current on %s; nothing to run", what, host)
         return "skipped"
 
-    argv = torchrun_argv(plan)
+    argv = torchrun_argv(plan, python=settings.trainer_python or sys.executable)
     env = trainer_env(plan, os.environ, api_url=settings.public_url, home=settings.home)
     try:
         outcome = supervise(
@@ -41,8 +54,13 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
         )
     except OSError as exc:  # the trainer could not even start
         outcome = Outcome(exit_code=127, stopped_for=None, tail=[f"could not start {argv[0]}: {exc}"])
-    with writer_session() as session:
-        status = job_runs.finish_run(
+
+    def finish(session: Session) -> str | None:
+        if outcome.unsaved_logs:
+            job_runs.append_logs(session, job_id, attempt, node_rank, outcome.unsaved_logs)
+        return job_runs.finish_run(
             session, job_id, attempt, node_rank, host, outcome.exit_code, outcome.stopped_for, outcome.tail
         )
+
+    status = write_when_database_answers(finish, f"finishing {what}", give_up_after_seconds=None, stop=SHUTDOWN)
     return status or "unchanged"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -47,6 +47,14 @@ class Allocation(Base):
     __tablename__ = "allocations"
     __table_args__ = (
         Index("ix_allocations_live_device", "device_id", "released_at"),
+        # The database's own guard: a device is held by at most one live allocation.
+        Index(
+            "uq_allocations_live_device",
+            "device_id",
+            unique=True,
+            postgresql_where=text("released_at IS NULL"),
+            sqlite_where=text("released_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -8,6 +8,7 @@ from server.schemas.common import UtcDatetime
 
 
 class DeviceOut(BaseModel):
+    id: int
     index: int
     device_type: str
     model: str

@@ -27,6 +27,7 @@ def list_hosts(session: Session, caller: Caller) -> HostList:
             registered_at=host.registered_at,
             devices=[
                 DeviceOut(
+                    id=d.id,
                     index=d.index,
                     device_type=d.device_type,
                     model=d.model,

@@ -16,6 +16,8 @@ from server.models import Device, Host, utcnow
 
 # States an admin sets; a re-registering worker keeps them instead of going back online.
 ADMIN_STATES = ("draining", "disabled")
+# Hosts whose heartbeat is watched; a disabled host's jobs were already sent back to the queue.
+WATCHED_STATES = ("online", "draining")
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def heartbeat(session: Session, name: str) -> bool:
 def mark_lost_hosts(session: Session, lost_after_seconds: float, now: datetime | None = None) -> list[Host]:
     """Hosts whose last heartbeat is older than the timeout become `lost`; returns them."""
     cutoff = (now or utcnow()) - timedelta(seconds=lost_after_seconds)
-    hosts = list(session.scalars(select(Host).where(Host.status != "lost", Host.last_heartbeat_at < cutoff)))
+    hosts = list(session.scalars(select(Host).where(Host.status.in_(WATCHED_STATES), Host.last_heartbeat_at < cutoff)))
     for host in hosts:
         host.status = "lost"
     return hosts

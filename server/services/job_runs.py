@@ -25,6 +25,11 @@ from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 RENDEZVOUS_PORT_BASE = 29500
 RENDEZVOUS_PORT_SPREAD = 500
 
+# Torchrun reports the first rank to fail under this heading; "exitcode : -9" there means SIGKILL.
+ROOT_CAUSE_HEADING = "Root Cause (first observed failure):"
+SIGKILL_EXIT_CODES = (-9, 128 + 9)  # Popen's -signal, or a shell's 128 + signal
+ERROR_TAIL_LINES = 40
+
 STOP_CANCEL = "cancel"
 STOP_SUPERSEDED = "superseded"
 STOP_SHUTDOWN = "shutdown"
@@ -188,12 +193,45 @@ def finish_run(
         if still_running:
             return None  # other nodes of this attempt are still going; the last one decides
         set_status(session, job, "succeeded", f"exit code 0 on {host_name}")
+    elif killed_by_sigkill(exit_code, log_tail):
+        retry_or_fail(session, job, f"trainer on {host_name} (node {node_rank}) was killed by SIGKILL (out of memory?)")
     else:
         release_allocations(session, job.id, attempt)
-        tail = "\n".join(log_tail)
-        job.error = f"trainer exited with code {exit_code} on {host_name} (node {node_rank})\n{tail}".rstrip()
+        detail = trainer_traceback(log_tail) or "\n".join(log_tail[-ERROR_TAIL_LINES:])
+        job.error = f"trainer exited with code {exit_code} on {host_name} (node {node_rank})\n{detail}".rstrip()
         set_status(session, job, "failed", f"exit code {exit_code} on {host_name}")
     return job.status
+
+
+def killed_by_sigkill(exit_code: int, log_tail: list[str]) -> bool:
+    """The trainer, or the first of its ranks to fail, died of SIGKILL: the kernel's OOM killer or the host,
+    not the trainer's own error, so the job is retried rather than failed."""
+    if exit_code in SIGKILL_EXIT_CODES:
+        return True
+    headings = [i for i, line in enumerate(log_tail) if line.strip() == ROOT_CAUSE_HEADING]
+    if not headings:
+        return False
+    for line in log_tail[headings[-1] :]:
+        name, _, value = line.strip().partition(":")
+        if name.strip() == "exitcode":
+            return value.split()[:1] in (["-9"], ["137"])
+    return False
+
+
+def trainer_traceback(log_tail: list[str]) -> str | None:
+    """The first Python traceback of a rank in the log tail (torchrun's own ChildFailedError skipped)."""
+    block: list[str] = []
+    for line in log_tail:
+        if line.startswith("Traceback (most recent call last):"):
+            block = [line]
+        elif block and line[:1].isspace():
+            block.append(line)
+        elif block:
+            block.append(line)
+            if "ChildFailedError" not in line:
+                return "\n".join(block)
+            block = []
+    return None
 
 
 def release_allocations_of_node(session: Session, job_id: int, attempt: int, node_rank: int) -> None:

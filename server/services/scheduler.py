@@ -20,17 +20,20 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import ACTIVE_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, utcnow
+from server.config import get_settings
+from server.models import ACTIVE_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, Team, utcnow
 from server.services.hosts import mark_lost_hosts
 from server.services.job_status import set_status
 
 log = logging.getLogger(__name__)
 
 RUN_JOB_TASK = "worker.run_job"
+DEFAULT_SCHEDULED_TIMEOUT_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,37 @@ def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
     return False
 
 
-def _reconcile(session: Session, lost_after_seconds: float, report: PassReport) -> None:
+def _requeue_unstarted(session: Session, scheduled_timeout_seconds: float, report: PassReport) -> None:
+    """Jobs placed long ago whose trainer never started: their task was lost (a broker that restarted
+    empty, a worker that died before taking it). Back to the queue; an attempt that never ran is not counted."""
+    cutoff = utcnow() - timedelta(seconds=scheduled_timeout_seconds)
+    stuck = session.scalars(
+        select(Job)
+        .where(
+            Job.status == "scheduled",
+            Job.id.in_(
+                select(Allocation.job_id).where(
+                    Allocation.released_at.is_(None),
+                    Allocation.attempt == Job.attempt,
+                    Allocation.created_at < cutoff,
+                )
+            ),
+        )
+        .order_by(Job.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for job in stuck:
+        release_allocations(session, job.id)
+        job.token_hash = None
+        reason = f"attempt {job.attempt} did not start within {scheduled_timeout_seconds:g} s; back to the queue"
+        set_status(session, job, "queued", reason)
+        report.requeued.append(job.id)
+
+
+def _reconcile(
+    session: Session, lost_after_seconds: float, scheduled_timeout_seconds: float, report: PassReport
+) -> None:
+    _requeue_unstarted(session, scheduled_timeout_seconds, report)
     for host in mark_lost_hosts(session, lost_after_seconds):
         report.lost_hosts.append(host.name)
         log.warning("host %s lost: no heartbeat for %.0f s", host.name, lost_after_seconds)
@@ -165,7 +198,10 @@ class _FreeDevice:
     model: str
 
 
-def _free_devices(session: Session) -> dict[tuple[int, str], list[_FreeDevice]]:
+Pools = dict[tuple[int, str], list[_FreeDevice]]  # free devices by (host id, device type)
+
+
+def _free_devices(session: Session) -> Pools:
     """Free, enabled devices of online hosts, locked for this transaction, by (host id, device type)."""
     rows = session.execute(
         select(Device.id, Device.index, Device.model, Device.device_type, Device.host_id)
@@ -176,7 +212,7 @@ def _free_devices(session: Session) -> dict[tuple[int, str], list[_FreeDevice]]:
     ).all()
     # Read after the locks are held: sees every allocation committed by a previous lock holder.
     held = set(session.scalars(select(Allocation.device_id).where(Allocation.released_at.is_(None))))
-    free: dict[tuple[int, str], list[_FreeDevice]] = {}
+    free: Pools = {}
     for row in rows:
         if row.id not in held:
             free.setdefault((row.host_id, row.device_type), []).append(_FreeDevice(row.id, row.index, row.model))
@@ -187,8 +223,12 @@ def _matches(model: str, wanted: str | None) -> bool:
     return wanted is None or wanted.casefold() in model.casefold()
 
 
-def _capacity(session: Session, device_type: str, gpu_model: str | None) -> int:
-    """The most matching enabled devices any schedulable host has, free or not."""
+def _gpu_model(job: Job) -> str | None:
+    return (job.spec.get("resources") or {}).get("gpu_model")
+
+
+def _host_capacity(session: Session, device_type: str, gpu_model: str | None) -> dict[int, int]:
+    """Matching enabled devices per online host, free or not."""
     counts: dict[int, int] = {}
     for host_id, model in session.execute(
         select(Device.host_id, Device.model)
@@ -197,7 +237,7 @@ def _capacity(session: Session, device_type: str, gpu_model: str | None) -> int:
     ):
         if _matches(model, gpu_model):
             counts[host_id] = counts.get(host_id, 0) + 1
-    return max(counts.values(), default=0)
+    return counts
 
 
 def _describe(job: Job, gpu_model: str | None) -> str:
@@ -205,48 +245,117 @@ def _describe(job: Job, gpu_model: str | None) -> str:
     return f"{what} of model {gpu_model!r}" if gpu_model else what
 
 
-def _place(
-    session: Session,
-    job: Job,
-    free: dict[tuple[int, str], list[_FreeDevice]],
-    hosts: dict[int, Host],
-) -> tuple[list[tuple[Host, list[_FreeDevice]]], str | None]:
-    """Pick hosts and devices for a job from `free`, or say why it must wait."""
-    gpu_model = (job.spec.get("resources") or {}).get("gpu_model")
+def _fits(job: Job, free: Pools, hosts: dict[int, Host]) -> list[tuple[Host, list[_FreeDevice]]]:
+    """The job's nodes on hosts with enough free matching devices (best fit first), or [] when it does not fit."""
+    gpu_model = _gpu_model(job)
     fits: list[tuple[Host, list[_FreeDevice]]] = []
-    largest = 0
     for (host_id, device_type), devices in free.items():
         if device_type != job.device_type:
             continue
         matching = [d for d in devices if _matches(d.model, gpu_model)]
-        largest = max(largest, len(matching))
         if len(matching) >= job.devices:
             fits.append((hosts[host_id], matching[: job.devices]))
-    if len(fits) >= job.nodes:
-        # Best fit: hosts with the fewest free devices first keep large blocks for large jobs.
-        fits.sort(key=lambda fit: (len(free[(fit[0].id, job.device_type)]), fit[0].name))
-        return fits[: job.nodes], None
+    if len(fits) < job.nodes:
+        return []
+    # Best fit: hosts with the fewest free devices first keep large blocks for large jobs.
+    fits.sort(key=lambda fit: (len(free[(fit[0].id, job.device_type)]), fit[0].name))
+    return fits[: job.nodes]
 
-    need = _describe(job, gpu_model)
-    capacity = _capacity(session, job.device_type, gpu_model)
+
+def _free_matching(job: Job, free: Pools) -> dict[int, int]:
+    """Free devices per host that this job could use."""
+    gpu_model = _gpu_model(job)
+    return {
+        host_id: len([d for d in devices if _matches(d.model, gpu_model)])
+        for (host_id, kind), devices in free.items()
+        if kind == job.device_type
+    }
+
+
+def _why_it_does_not_fit(job: Job, free: Pools, capacity: dict[int, int]) -> str:
+    need = _describe(job, _gpu_model(job))
+    free_per_host = _free_matching(job, free)
     if job.nodes > 1:
-        return [], f"needs {job.nodes} hosts with {need} free each; {len(fits)} have"
-    if capacity < job.devices:
-        return [], f"needs {need}; the largest online host has {capacity}"
-    return [], f"needs {need}; largest free host has {largest}"
+        able = sum(1 for count in free_per_host.values() if count >= job.devices)
+        return f"needs {job.nodes} hosts with {need} free each; {able} have"
+    largest_online = max(capacity.values(), default=0)
+    if largest_online < job.devices:
+        return f"needs {need}; the largest online host has {largest_online}"
+    return f"needs {need}; largest free host has {max(free_per_host.values(), default=0)}"
+
+
+def _claim_for_head(job: Job, free: Pools, capacity: dict[int, int]) -> set[tuple[int, str]]:
+    """The pools the blocked head of the queue will start on once they free up: nothing behind it may take them.
+
+    Without run-time estimates a backfilled job could outlive the head's wait, so backfill uses only
+    the hosts the head does not need. Empty when too few hosts could ever hold the job.
+    """
+    able = [host_id for host_id, count in capacity.items() if count >= job.devices]
+    if len(able) < job.nodes:
+        return set()
+    free_per_host = _free_matching(job, free)
+    able.sort(key=lambda host_id: (-free_per_host.get(host_id, 0), host_id))
+    return {(host_id, job.device_type) for host_id in able[: job.nodes]}
+
+
+def _team_usage(session: Session) -> dict[int, int]:
+    """Devices each team's jobs hold now."""
+    return dict(
+        session.execute(
+            select(Job.team_id, func.count(Allocation.id))
+            .join(Allocation, Allocation.job_id == Job.id)
+            .where(Allocation.released_at.is_(None), Job.team_id.is_not(None))
+            .group_by(Job.team_id)
+        ).all()
+    )
+
+
+def _quota_reason(job: Job, usage: dict[int, int], quotas: dict[int, tuple[str, int]]) -> str | None:
+    if job.team_id is None or job.team_id not in quotas:
+        return None
+    name, limit = quotas[job.team_id]
+    need = job.devices * job.nodes
+    used = usage.get(job.team_id, 0)
+    if used + need <= limit:
+        return None
+    return f"team {name} quota: {used} of {limit} devices in use, needs {need} more"
 
 
 def _allocate(session: Session, report: PassReport) -> None:
+    """Place queued jobs by priority, then age. The first job that cannot start (the head) claims the hosts
+    it will start on; a later job is placed (backfilled) only on devices outside that claim, so it never
+    delays the head. A job held back by its team's quota claims nothing: it could not start anyway."""
     hosts = {h.id: h for h in session.scalars(select(Host).where(Host.status == "online"))}
     free = _free_devices(session)
+    usage = _team_usage(session)
+    quotas = {
+        team.id: (team.name, team.max_devices)
+        for team in session.scalars(select(Team).where(Team.max_devices.is_not(None)))
+        if team.max_devices is not None
+    }
     queued = session.scalars(
         select(Job)
         .where(Job.status == "queued", Job.cancel_requested.is_(False))
         .order_by(Job.priority.desc(), Job.id)
         .with_for_update(skip_locked=True)
     ).all()
+    head: Job | None = None
+    claimed: set[tuple[int, str]] = set()
     for job in queued:
-        placement, reason = _place(session, job, free, hosts)
+        reason = _quota_reason(job, usage, quotas)
+        placement: list[tuple[Host, list[_FreeDevice]]] = []
+        if reason is None:
+            unclaimed = {key: devices for key, devices in free.items() if key not in claimed}
+            placement = _fits(job, unclaimed, hosts)
+            if not placement:
+                capacity = _host_capacity(session, job.device_type, _gpu_model(job))
+                if head is not None and _fits(job, free, hosts):
+                    reason = f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
+                else:
+                    reason = _why_it_does_not_fit(job, free, capacity)
+                    if head is None:
+                        claimed = _claim_for_head(job, free, capacity)
+                        head = job if claimed else None
         if reason is not None:
             job.wait_reason = reason
             report.waiting[job.id] = reason
@@ -264,15 +373,22 @@ def _allocate(session: Session, report: PassReport) -> None:
                     )
                 )
             report.placed.append(NodeTask(job.id, job.attempt, node_rank, host.name, host.queue))
+        if job.team_id is not None:
+            usage[job.team_id] = usage.get(job.team_id, 0) + job.devices * job.nodes
         names = ", ".join(host.name for host, _ in placement)
         set_status(session, job, "scheduled", f"attempt {job.attempt} on {names}")
 
 
-def schedule_once(factory: sessionmaker[Session], dispatch: Dispatch, lost_after_seconds: float) -> PassReport:
-    """One scheduler pass: lost hosts, stale allocations, then placement and dispatch."""
+def schedule_once(
+    factory: sessionmaker[Session],
+    dispatch: Dispatch,
+    lost_after_seconds: float,
+    scheduled_timeout_seconds: float = DEFAULT_SCHEDULED_TIMEOUT_SECONDS,
+) -> PassReport:
+    """One scheduler pass: unstarted jobs, lost hosts, stale allocations, then placement and dispatch."""
     report = PassReport()
     with writer_transaction(factory) as session:
-        _reconcile(session, lost_after_seconds, report)
+        _reconcile(session, lost_after_seconds, scheduled_timeout_seconds, report)
         _allocate(session, report)
     undelivered: dict[int, str] = {}
     for task in report.placed:
@@ -304,13 +420,16 @@ def run_scheduler(
 ) -> None:
     """The scheduler process's loop: a pass every `interval_seconds` until `stop` is set."""
     log.info("scheduler running every %.1f s", interval_seconds)
+    scheduled_timeout_seconds = get_settings().scheduled_timeout_seconds
     while not stop.is_set():
         try:
-            report = schedule_once(factory, dispatch, lost_after_seconds)
+            report = schedule_once(factory, dispatch, lost_after_seconds, scheduled_timeout_seconds)
             for task in report.placed:
                 log.info("job %s attempt %s node %s → %s", task.job_id, task.attempt, task.node_rank, task.host)
             if report.requeued or report.failed:
-                log.warning("jobs of lost hosts: requeued %s, failed %s", report.requeued, report.failed)
+                log.warning(
+                    "jobs that lost their host or never started: requeued %s, failed %s", report.requeued, report.failed
+                )
         except Exception:  # a database hiccup must not end the loop; the next pass retries
             log.exception("scheduler pass failed")
         stop.wait(interval_seconds)

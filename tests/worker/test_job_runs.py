@@ -159,3 +159,58 @@ def test_logs_are_stored_with_stream_and_node(factory, add_host, add_job, tmp_pa
     with factory() as session:
         rows = session.execute(select(LogLine.stream, LogLine.text).order_by(LogLine.id)).all()
     assert [tuple(r) for r in rows] == [("stdout", "hello"), ("stderr", "warn")]
+
+
+TORCHRUN_ROOT_CAUSE_SIGKILL = [
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : -9 (pid: 17966)  (SIGKILL)",
+    "  traceback : Signal 9 (SIGKILL) received by PID 17966",
+]
+
+
+def test_an_oom_killed_trainer_is_an_infrastructure_failure_and_is_retried(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+    with factory.begin() as session:
+        job_runs.mark_running(session, task.job_id, task.attempt, "alpha")
+        status = job_runs.finish_run(
+            session, task.job_id, task.attempt, 0, "alpha", 1, None, TORCHRUN_ROOT_CAUSE_SIGKILL
+        )
+
+    assert status == "queued"
+    assert job(factory, task.job_id).error is None
+    assert live(factory, task.job_id) == 0
+
+
+def test_a_sigkilled_torchrun_is_retried_too(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+
+    assert finish(factory, task, -9) == "queued"
+
+
+def test_a_trainer_exception_fails_the_job_with_the_rank_traceback_not_torchrun_s(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job, max_attempts=3)
+    start(factory, task, tmp_path)
+    tail = [
+        "step 1/4 reward 0.1",
+        "Traceback (most recent call last):",
+        '  File "trainer/run.py", line 9, in run',
+        "    raise ValueError('bad reward')",
+        "ValueError: bad reward",
+        "Traceback (most recent call last):",
+        '  File "torch/distributed/run.py", line 1, in main',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "  exitcode  : 1 (pid: 12)",
+    ]
+    with factory.begin() as session:
+        status = job_runs.finish_run(session, task.job_id, task.attempt, 0, "alpha", 1, None, tail)
+
+    assert status == "failed"
+    error = job(factory, task.job_id).error
+    assert error.startswith("trainer exited with code 1 on alpha (node 0)\nTraceback (most recent call last):")
+    assert error.endswith("ValueError: bad reward")

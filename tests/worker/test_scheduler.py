@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Allocation, Device, Host, Job, JobEvent
+from server.models import Allocation, Device, Host, Job, JobEvent, Team
 from server.services.job_status import set_status
 from server.services.scheduler import NodeTask, PassReport, schedule_once
 
@@ -240,3 +242,82 @@ def test_a_queued_job_with_a_cancel_request_is_cancelled_not_placed(factory, add
 
     assert report.placed == []
     assert job(factory, cancelled.id).status == "cancelled"
+
+
+def test_a_team_at_its_quota_waits_while_other_teams_run(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=4)
+    with factory.begin() as session:
+        capped, free_team = Team(name="capped", max_devices=2), Team(name="open")
+        session.add_all([capped, free_team])
+        session.flush()
+        capped_id, open_id = capped.id, free_team.id
+    first, second, third = (add_job(team_id=capped_id) for _ in range(3))
+    other = add_job(team_id=open_id)
+
+    sent: list[NodeTask] = []
+    report = run_pass(factory, sent)
+
+    assert sorted(t.job_id for t in sent) == sorted([first.id, second.id, other.id])
+    assert report.waiting == {third.id: "team capped quota: 2 of 2 devices in use, needs 1 more"}
+    finish(factory, first.id)
+    sent.clear()
+    run_pass(factory, sent)
+    assert [t.job_id for t in sent] == [third.id]
+
+
+def test_backfill_never_takes_the_devices_the_head_of_the_queue_waits_for(factory, add_host: AddHost, add_job: AddJob):
+    add_host("big", devices=2)
+    add_host("small", devices=1)
+    on_small = add_job()
+    run_pass(factory)  # best fit: the small host
+    on_big = add_job()
+    run_pass(factory)
+    finish(factory, on_small.id)  # now one device free on each host
+    head = add_job(devices=2)
+    backfilled = add_job()
+    delaying = add_job()
+    sent: list[NodeTask] = []
+
+    run_pass(factory, sent)
+
+    assert [(t.job_id, t.host) for t in sent] == [(backfilled.id, "small")]
+    assert job(factory, head.id).wait_reason == "needs 2 cpu devices; largest free host has 1"
+    assert job(factory, delaying.id).wait_reason == (
+        f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
+    )
+    finish(factory, on_big.id)
+    sent.clear()
+    run_pass(factory, sent)
+    assert [(t.job_id, t.host) for t in sent] == [(head.id, "big")]
+
+
+def test_a_job_whose_task_never_started_goes_back_to_the_queue_without_using_an_attempt(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("alpha", devices=1)
+    lost_task = add_job(max_attempts=1)
+    run_pass(factory)
+    with factory.begin() as session:
+        for allocation in session.scalars(select(Allocation)):
+            allocation.created_at = allocation.created_at.replace(year=2000)
+
+    sent: list[NodeTask] = []
+    report = schedule_once(factory, sent.append, LOST_AFTER, scheduled_timeout_seconds=60)
+
+    assert report.requeued == [lost_task.id]
+    assert [(t.job_id, t.attempt) for t in sent] == [(lost_task.id, 2)]  # placed again at once, attempt 2
+    assert job(factory, lost_task.id).status == "scheduled"
+
+
+def test_the_database_refuses_a_second_live_allocation_of_a_device(factory, add_host: AddHost, add_job: AddJob):
+    add_host("alpha", devices=1)
+    holder, intruder = add_job(), add_job()
+    run_pass(factory)
+    with factory() as session:
+        device_id, host_id = session.execute(select(Device.id, Device.host_id)).one()
+
+    with pytest.raises(IntegrityError), factory.begin() as session:
+        session.add(Allocation(job_id=intruder.id, attempt=1, device_id=device_id, host_id=host_id))
+    finish(factory, holder.id)
+    run_pass(factory)  # releases the finished job's allocation, then places the other job on the device
+    assert job(factory, intruder.id).status == "scheduled"

@@ -1,0 +1,66 @@
+"""What an admin does to the inventory: drain, disable or re-enable a host, disable or enable a device.
+
+- drain: the host takes no new job; the jobs running there finish normally.
+- disable: the host is out of service now; its jobs are stopped and go back to the queue
+  (an infrastructure event, so they resume from their checkpoint elsewhere).
+- enable: back in service.
+A device disabled while a job holds it stays held until that job ends; it takes no new job.
+The admin's choice survives the worker re-registering (see hosts.register_host).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.models import ACTIVE_STATES, Allocation, Device, Host, Job
+from server.services.errors import NotFound
+from server.services.scheduler import retry_or_fail
+
+
+def _host(session: Session, host_id: int) -> Host:
+    host = session.get(Host, host_id, with_for_update=True, populate_existing=True)
+    if host is None:
+        raise NotFound(f"host {host_id} not found")
+    return host
+
+
+def drain_host(session: Session, host_id: int) -> Host:
+    host = _host(session, host_id)
+    host.status = "draining"
+    return host
+
+
+def enable_host(session: Session, host_id: int) -> Host:
+    """A host that no longer heartbeats is marked lost again by the next scheduler pass."""
+    host = _host(session, host_id)
+    host.status = "online"
+    return host
+
+
+def disable_host(session: Session, host_id: int) -> tuple[Host, list[int]]:
+    """Out of service now; returns the jobs sent back to the queue (their workers stop them)."""
+    host = _host(session, host_id)
+    host.status = "disabled"
+    jobs = session.scalars(
+        select(Job)
+        .where(
+            Job.status.in_(ACTIVE_STATES),
+            Job.id.in_(
+                select(Allocation.job_id).where(Allocation.host_id == host.id, Allocation.released_at.is_(None))
+            ),
+        )
+        .order_by(Job.id)
+        .with_for_update()
+    ).all()
+    for job in jobs:
+        retry_or_fail(session, job, f"host {host.name} disabled by an admin")
+    return host, [job.id for job in jobs]
+
+
+def set_device_enabled(session: Session, device_id: int, enabled: bool) -> Device:
+    device = session.get(Device, device_id, with_for_update=True, populate_existing=True)
+    if device is None:
+        raise NotFound(f"device {device_id} not found")
+    device.enabled = enabled
+    return device
