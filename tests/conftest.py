@@ -7,8 +7,11 @@ one-line reason. Set (CI): they run, and an unreachable service fails them loudl
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,19 +41,43 @@ def redis_url() -> str:
     return url
 
 
-@pytest.fixture
-def postgres_url(postgres_server_url: str) -> Iterator[str]:
-    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+@contextmanager
+def fresh_postgres_database(server_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the server, dropped afterwards."""
     name = f"sfumato_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_server_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield make_url(postgres_server_url).set(database=name).render_as_string(hide_password=False)
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+    with fresh_postgres_database(postgres_server_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trainer's built-in tiny model, built once per session (in a process of its own)."""
+    target = tmp_path_factory.mktemp("tiny") / "builtin-tiny-sd3"
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from pathlib import Path; from trainer.models.builtin_tiny import ensure_builtin_tiny; "
+            f"ensure_builtin_tiny(Path({str(target)!r}))",
+        ],
+        check=True,
+        timeout=300,
+    )
+    return target
 
 
 @pytest.fixture

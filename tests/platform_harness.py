@@ -26,7 +26,7 @@ from server.db import make_engine
 from server.migrate import upgrade
 from server.services.auth import ensure_admin
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 TINY_SPEC = REPO / "examples" / "tiny-native.json"
 
 
@@ -44,6 +44,7 @@ class Platform:
     env: dict[str, str]
     logs: Path
     port: int
+    worker_metrics_port: int
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def client(self) -> httpx.Client:
@@ -108,7 +109,7 @@ def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path
     Empty URLs mean the embedded defaults (SQLite database and broker under the home).
     `tiny_model` is a built tiny model, linked where the trainer caches it, so no test builds it twice.
     """
-    port = free_port()
+    port, worker_metrics_port = free_port(), free_port()
     token = "sfu_" + secrets.token_urlsafe(24)
     host_name = f"it-{uuid.uuid4().hex[:10]}"
     home = tmp_path / "home"
@@ -128,8 +129,9 @@ def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path
         "SFUMATO_HEARTBEAT_SECONDS": "1",
         "SFUMATO_SCHEDULER_INTERVAL_SECONDS": "0.5",
         "SFUMATO_CANCEL_GRACE_SECONDS": "5",
+        "SFUMATO_WORKER_METRICS_PORT": str(worker_metrics_port),
     }
-    return Platform(f"http://127.0.0.1:{port}", token, host_name, env, logs, port)
+    return Platform(f"http://127.0.0.1:{port}", token, host_name, env, logs, port, worker_metrics_port)
 
 
 def wait_until_host_online(platform: Platform) -> None:

@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from platform_harness import Platform, launch_platform, launch_up
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The trainer's built-in tiny model, built once per session (in a process of its own)."""
-    target = tmp_path_factory.mktemp("tiny") / "builtin-tiny-sd3"
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"from pathlib import Path; from trainer.models.builtin_tiny import ensure_builtin_tiny; "
-            f"ensure_builtin_tiny(Path({str(target)!r}))",
-        ],
-        check=True,
-        timeout=300,
-    )
-    return target
 
 
 @pytest.fixture
