@@ -35,7 +35,7 @@ EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "digenrl")
 
 # Names the schema knows but the trainer cannot run yet; refused with "not available yet".
 UNAVAILABLE_ALGORITHMS: frozenset[str] = frozenset()
-UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset({"digenrl"})
+UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset()
 
 # Options each executor accepts; any other executor option set for it is refused.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
@@ -395,6 +395,10 @@ class JobSpec(_Section):
                 raise SpecError("executor.rollout_devices", message)
             if algo.inner_epochs != 1:
                 raise SpecError("algorithm.inner_epochs", "digenrl trains each unit once: it needs exactly 1")
+            trainers = self.world_size - pool
+            if algo.prompts_per_step % trainers:
+                message = f"digenrl gives each of the {trainers} trainer(s) whole groups: it must divide by them"
+                raise SpecError("algorithm.prompts_per_step", message)
         return self
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainer.executors.base import Executor
+from trainer.executors.digenrl import DigenrlExecutor
 from trainer.executors.jagg import JaggExecutor
 from trainer.executors.lean_retain import LeanRetainExecutor
 from trainer.executors.lean_reweight import LeanReweightExecutor
@@ -14,6 +15,7 @@ EXECUTOR_CLASSES: dict[str, type[Executor]] = {
     "lean_retain": LeanRetainExecutor,
     "lean_reweight": LeanReweightExecutor,
     "jagg": JaggExecutor,
+    "digenrl": DigenrlExecutor,
 }
 
 
