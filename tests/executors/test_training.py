@@ -39,6 +39,25 @@ def test_executor_trains_two_steps_on_two_gloo_ranks(
     assert metrics[1]["grad_norm"] > 0
 
 
+@pytest.mark.slow
+def test_digenrl_streams_one_step_stale_units_from_one_generator_to_one_trainer(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    executor = {"name": "digenrl", "max_staleness": 1, "trainer_assisted": True, "timestep_batch": 2}
+    algorithm = {"total_steps": 2, "prompts_per_step": 4, "global_std": False}
+    spec = audit_spec(executor=executor, algorithm=algorithm, resources={"devices": 2})
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    first, second = read_metrics(tmp_path / "out")
+    assert first["executor/units"] == second["executor/units"] == 8
+    assert first["executor/tag_units"] == 2  # the trainer generated its last group itself
+    assert first["executor/stale_fraction"] == 0.0 and first["ratio/max_abs_dev"] < 1e-6
+    # step 2: the generator's first group came from theta_0 while step 1 trained
+    assert second["executor/stale_fraction"] == 0.25 and second["executor/max_version_lag"] == 1
+    assert second["ratio/max_abs_dev"] > 0
+    assert second["executor/weight_bytes"] > 0 and (tmp_path / "out" / "model").exists()
+
+
 def test_lean_retain_falls_back_before_exceeding_its_graph_budget(tmp_path: Path, sfumato_home: Path) -> None:
     guarded = {"name": "lean_retain", "max_retained_graphs": 4, "on_memory_guard": "native"}
     spec = audit_spec(executor=guarded)
