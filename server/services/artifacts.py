@@ -24,8 +24,8 @@ def _size(path: Path) -> int | None:
 
 def register_artifact(session: Session, settings: Settings, job: Job, body: ArtifactIn) -> ArtifactOut:
     """Record a file or folder the trainer wrote under its output dir (the job folder). Commits."""
-    if body.attempt != job.attempt:
-        raise Conflict(f"attempt {body.attempt} is not job {job.id}'s current attempt ({job.attempt})")
+    if body.attempt > job.attempt:  # an earlier attempt's checkpoints may be announced late, from its spool
+        raise Conflict(f"attempt {body.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")
     folder = job_folder(settings, job.id)
     target = confined(folder, body.path, field="path")
     relative = target.relative_to(folder.resolve()).as_posix()

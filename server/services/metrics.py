@@ -65,8 +65,8 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
     """Store a trainer's batch; returns (points newly stored, non-finite points skipped). Commits."""
     if batch.point_count > max_points:
         raise PayloadTooLarge(f"batch has {batch.point_count} points; the limit is {max_points}")
-    if batch.attempt != job.attempt:
-        raise Conflict(f"attempt {batch.attempt} is not job {job.id}'s current attempt ({job.attempt})")
+    if batch.attempt > job.attempt:
+        raise Conflict(f"attempt {batch.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")
     rows: list[Row] = []
     skipped = 0
     for point in batch.steps:
@@ -92,8 +92,29 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
     if rows:
         postgres = session.get_bind().dialect.name == "postgresql"
         stored = _insert_postgres(session, rows) if postgres else _insert_sqlite(session, rows)
+    if rows and batch.attempt < job.attempt:
+        _supersede_where_a_later_attempt_took_over(session, job.id, batch.attempt)
     session.commit()
     return stored, skipped
+
+
+def _supersede_where_a_later_attempt_took_over(session: Session, job_id: int, attempt: int) -> None:
+    """An earlier attempt's points arriving late (the next attempt's reporter ships what a killed trainer left
+    in its spool) stay live only before the step where a later attempt resumed, so curves never double back."""
+    resumed_at = session.scalar(select(func.min(Metric.step)).where(Metric.job_id == job_id, Metric.attempt > attempt))
+    if resumed_at is None:
+        return
+    session.execute(
+        update(Metric)
+        .where(
+            Metric.job_id == job_id,
+            Metric.attempt == attempt,
+            Metric.step >= resumed_at,
+            Metric.superseded.is_(False),
+        )
+        .values(superseded=True)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def metric_keys(session: Session, job_id: int) -> list[str]:

@@ -17,8 +17,8 @@ from server.services.images import check_image
 
 def store_sample(session: Session, settings: Settings, job: Job, form: SampleForm, data: bytes) -> tuple[int, bool]:
     """Check and store one image; returns (sample id, newly created). A re-sent sample is not stored twice."""
-    if form.attempt != job.attempt:
-        raise Conflict(f"attempt {form.attempt} is not job {job.id}'s current attempt ({job.attempt})")
+    if form.attempt > job.attempt:  # an earlier attempt's samples may arrive late, from its spool
+        raise Conflict(f"attempt {form.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")
     info = check_image(data, max_bytes=settings.max_image_bytes, max_pixels=settings.max_image_pixels)
     existing = session.scalar(
         select(Sample.id).where(
