@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter
 
-from server.api.routes import artifacts, health, host_admin, hosts, ingest, jobs, logs, metrics, samples, spec
+from server.api.routes import artifacts, health, host_admin, hosts, ingest, jobs, logs, metrics, samples, spec, tokens
 
 api_router = APIRouter(prefix="/api/v1")
-for module in (health, spec, jobs, metrics, samples, logs, artifacts, hosts, host_admin, ingest):
+for module in (health, spec, jobs, metrics, samples, logs, artifacts, hosts, host_admin, ingest, tokens):
     api_router.include_router(module.router)
