@@ -24,11 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     audit_parser = commands.add_parser("audit", help="compare executors' gradients with native's on one trajectory")
     audit_parser.add_argument("--spec", type=Path, required=True)
     audit_parser.add_argument("--executors", required=True, help="comma-separated, e.g. native,lean_retain")
+    bench_parser = commands.add_parser("bench", help="time executors interleaved in one run, against their bounds")
+    bench_parser.add_argument("--spec", type=Path, required=True)
+    bench_parser.add_argument("--executors", required=True, help="comma-separated; native is always included")
+    bench_parser.add_argument("--rounds", type=int, default=3, help="timed A B A B rounds after the warm-up")
+    bench_parser.add_argument("--warmup", type=int, default=1)
+    bench_parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
 
     try:
         if args.command == "audit":
             return audit_command(args.spec, args.executors.split(","))
+        if args.command == "bench":
+            return bench_command(args.spec, args.executors.split(","), args.rounds, args.warmup, args.json)
         from trainer.run import run
 
         run(args.spec, args.output_dir, args.resume)
@@ -50,6 +58,21 @@ def audit_command(spec: Path, executors: list[str]) -> int:
     if os.environ.get("RANK", "0") == "0":
         print(json.dumps(report, indent=2))
     return 1 if any(r["verdict"] == "fail" for r in report["executors"].values()) else 0
+
+
+def bench_command(spec: Path, executors: list[str], rounds: int, warmup: int, output: Path | None) -> int:
+    """Print the Markdown table (rank 0), and write the JSON report when asked."""
+    import json
+    import os
+
+    from trainer.bench import bench, markdown
+
+    report = bench(spec, [name.strip() for name in executors if name.strip()], rounds, warmup)
+    if os.environ.get("RANK", "0") == "0":
+        print(markdown([report]))
+        if output is not None:
+            output.write_text(json.dumps(report, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
