@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-learn bench-web bench-platform fuzz
+.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform fuzz
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -30,3 +30,9 @@ lint: install
 
 bench-learn: install
 	$(PY) bench/learn.py
+
+# Executors interleaved in one process against their analytical bounds (bench/results/executors.md).
+bench: bench-executors
+
+bench-executors: install
+	$(PY) bench/executors.py
