@@ -1,0 +1,286 @@
+"""The executor benchmark (executors.md §6.2): executors interleaved in one process run.
+
+Every executor trains the same job (model, spec, batch shape) with its own step counter:
+warm-up rounds are discarded, then rounds A B A B … are timed so drift cancels. Per executor:
+the phase split from its metrics (rollout / reward / train / sync), samples/s, peak memory, the
+speedup over native, the analytical bound from this run's own profiled unit costs, and
+measured/bound. Speed is reported, never asserted.
+
+Unit costs are medians over repeated step forwards of the tiny model at each batch shape an
+executor uses: F (forward without grad), F_g (forward with grad) and B (backward of one step's
+loss); t_fix is the measured reward phase plus one optimizer step. Predicted step times:
+
+- native          T·F(B) + K·(F_g(B) + B(B)) + t_fix
+- lean_retain     (T−K)·F(B) + K·(F_g(B) + B(B)) + t_fix
+- lean_reweight   n·[(T−K)·F(1) + K·(F_g(1) + B(1))] + t_fix   (one sample per forward)
+- jagg            T·F(B) + n_J·[2F_g(B) + (W−2)F(B) + 2B(B)] + (K − n_J·W)(F_g(B) + B(B)) + t_fix
+- digenrl         max(g, h) + min(g, h)/M + t_sync, g = groups·T·F(G) + reward, h = units·⌈K/tsb⌉·(F_g + B)(tsb)
+
+where n is the rank's sample count, B = n rows, G the group size, M the units per step.
+Multi-rank rows add the executor's measured sync time. Peak memory is the largest live-tensor
+total above the step's start, from the torch profiler's allocation records (profile_memory),
+over one extra untimed step per executor; the maximum over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile
+
+from trainer.algorithms.registry import make_algorithm
+from trainer.audit import spec_for
+from trainer.distributed import init_distributed
+from trainer.executors.base import Executor
+from trainer.executors.jagg import routed_groups
+from trainer.executors.registry import EXECUTOR_CLASSES
+from trainer.job import TrainingJob
+from trainer.layout import layout_error, step_batch
+from trainer.loss import clipped_policy_loss
+from trainer.models.loading import load_family
+from trainer.prompts import load_prompts
+from trainer.rewards.registry import WeightedReward
+from trainer.run import load_spec, quiet_libraries
+from trainer.sampling.schedule import shifted_sigmas
+from trainer.sampling.sde_step import sde_step
+from trainer.spec import JobSpec, SpecError
+
+PHASES = ("rollout", "reward", "train", "sync")
+REPEATS = 7
+
+
+def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float]]:
+    """Median F, F_g and backward of one step forward at each row count (step 0, one prompt),
+    measured round-robin across shapes so load drift spreads over all of them."""
+    family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
+
+    def forward_of(rows: int) -> Any:
+        cond, uncond = job.conditioning(["a red apple"] * rows), job.unconditional(rows)
+        x = torch.randn(rows, *family.latent_shape, generator=torch.Generator().manual_seed(0)).to(job.dist.device)
+        index = torch.zeros(rows, dtype=torch.long)
+        sigma = algorithm.sigmas[index].float().to(x.device)
+        ones = torch.ones(rows, device=x.device)
+
+        def forward() -> torch.Tensor:
+            velocity = family.velocity(job.policy, x, sigma, cond, uncond, cfg)
+            out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x + 0.01)
+            return clipped_policy_loss(out.log_prob, out.log_prob.detach(), ones, 1e-4).loss
+
+        return forward
+
+    forwards = {rows: forward_of(rows) for rows in shapes}
+    samples: dict[int, dict[str, list[float]]] = {rows: {"F": [], "F_g": [], "B": []} for rows in shapes}
+    for _ in range(REPEATS):
+        for rows, forward in forwards.items():
+            began = time.perf_counter()
+            with torch.no_grad():
+                forward()
+            graphed = time.perf_counter()
+            loss = forward()
+            backward = time.perf_counter()
+            loss.backward()
+            done = time.perf_counter()
+            samples[rows]["F"].append(graphed - began)
+            samples[rows]["F_g"].append(backward - graphed)
+            samples[rows]["B"].append(done - backward)
+    job.optimizer.zero_grad(set_to_none=True)
+    return {rows: {k: statistics.median(v) for k, v in kinds.items()} for rows, kinds in samples.items()}
+
+
+def optimizer_seconds(job: TrainingJob) -> float:
+    """One clip + AdamW step on zero gradients, restored afterwards."""
+    saved = [p.detach().clone() for p in job.parameters]
+    state = job.optimizer.state_dict()
+    for param in job.parameters:
+        param.grad = torch.zeros_like(param)
+    began = time.perf_counter()
+    torch.nn.utils.clip_grad_norm_(job.parameters, job.spec.algorithm.max_grad_norm)
+    job.optimizer.step()
+    seconds = time.perf_counter() - began
+    job.optimizer.load_state_dict(state)
+    job.optimizer.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for param, value in zip(job.parameters, saved, strict=True):
+            param.copy_(value)
+    return seconds
+
+
+def predicted_seconds(name: str, spec: JobSpec, costs: dict[int, dict[str, float]], fixed: float, sync: float,
+                      rows: int, world: int) -> float:
+    algo = spec.algorithm
+    steps, trained = algo.sampling_steps, algo.train_timesteps or algo.sampling_steps - 1
+    batch = costs[rows]
+    exact = batch["F_g"] + batch["B"]
+    if name == "native":
+        return steps * batch["F"] + trained * exact + fixed + sync
+    if name == "lean_retain":
+        return (steps - trained) * batch["F"] + trained * exact + fixed + sync
+    if name == "lean_reweight":
+        one = costs[1]
+        return rows * ((steps - trained) * one["F"] + trained * (one["F_g"] + one["B"])) + fixed + sync
+    if name == "jagg":
+        width = spec.executor.group_width or 4
+        fraction = 0.6 if spec.executor.jagg_frac is None else spec.executor.jagg_frac
+        routed = routed_groups(trained, width, fraction)
+        joint = 2 * batch["F_g"] + (width - 2) * batch["F"] + 2 * batch["B"]
+        return steps * batch["F"] + routed * joint + (trained - routed * width) * exact + fixed + sync
+    if name == "digenrl":
+        generators = spec.executor.rollout_devices or 1
+        trainers = world - generators
+        groups, units = algo.prompts_per_step, algo.prompts_per_step * algo.group_size
+        tsb = min(spec.executor.timestep_batch or trained, trained)
+        g = math.ceil(groups / generators) * steps * costs[algo.group_size]["F"] + fixed
+        h = math.ceil(units / trainers) * math.ceil(trained / tsb) * (costs[tsb]["F_g"] + costs[tsb]["B"])
+        return max(g, h) + min(g, h) / units + sync
+    raise ValueError(name)
+
+
+def peak_step_bytes(action: Any) -> int:
+    """Largest live-tensor total above the start, from the profiler's allocation records."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        action()
+    changes = sorted((e.time_range.start, e.self_cpu_memory_usage) for e in prof.events() if e.self_cpu_memory_usage)
+    live = peak = 0
+    for _, change in changes:
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -> dict[str, Any]:
+    spec = load_spec(spec_path)
+    unknown = [n for n in names if n not in EXECUTOR_CLASSES]
+    if unknown:
+        raise SpecError("executor.name", f"cannot bench {', '.join(unknown)}")
+    names = ["native", *[n for n in names if n != "native"]]
+    data = spec.model_dump()
+    data["algorithm"]["total_steps"] = warmup + rounds + 1
+    from trainer.spec import parse_spec
+
+    spec = parse_spec(data)
+    specs = {name: spec_for(spec, name) for name in names}
+    quiet_libraries()
+    distributed = init_distributed(spec.resources.device_type)
+    algo = spec.algorithm
+    for name in names:
+        problem = layout_error(algo.prompts_per_step, algo.group_size, distributed.world_size,
+                               EXECUTOR_CLASSES[name].layout)
+        if problem:
+            raise SpecError("algorithm.prompts_per_step", problem)
+    torch.manual_seed(spec.seed)
+    family = load_family(spec.model, distributed.device)
+    algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
+    job = TrainingJob(spec, distributed, family, algorithm, WeightedReward(spec.reward, distributed.device))
+    pool = load_prompts(spec.prompts.source)
+    executors: dict[str, Executor] = {}
+    for name in names:
+        job.spec = specs[name]
+        executors[name] = EXECUTOR_CLASSES[name](job)
+    counters = dict.fromkeys(names, 0)
+    records: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+
+    def one_step(name: str) -> dict[str, float]:
+        counters[name] += 1
+        job.spec = specs[name]
+        batch = step_batch(pool, counters[name], spec.seed, algo.prompts_per_step, algo.group_size,
+                           distributed.rank, distributed.world_size, EXECUTOR_CLASSES[name].layout)
+        distributed.barrier()
+        began = time.perf_counter()
+        metrics = executors[name].train_step(batch).metrics
+        distributed.barrier()
+        return {**metrics, "time/wall": time.perf_counter() - began}
+
+    for index in range(warmup + rounds):
+        for name in names:
+            metrics = one_step(name)
+            if index >= warmup:
+                records[name].append(metrics)
+    peaks = {name: peak_step_bytes(lambda n=name: one_step(n)) for name in names}
+
+    rows = algo.prompts_per_step * algo.group_size // distributed.world_size
+    trained = algo.train_timesteps or algo.sampling_steps - 1
+    shapes = {rows, 1, algo.group_size, min(spec.executor.timestep_batch or trained, trained)}
+    if "digenrl" in names:
+        shapes.add(min(specs["digenrl"].executor.timestep_batch or trained, trained))
+    job.spec = spec
+    costs = unit_costs(job, sorted(shapes))
+    fixed_reward = statistics.median(m["time/reward"] for m in records["native"])
+    fixed = fixed_reward + optimizer_seconds(job)
+
+    samples = algo.prompts_per_step * algo.group_size
+    summary: dict[str, Any] = {}
+    for name in names:
+        mean = {f"time/{p}": statistics.mean(m.get(f"time/{p}", 0.0) for m in records[name]) for p in PHASES}
+        wall = statistics.mean(m["time/wall"] for m in records[name])
+        sync = mean["time/sync"]
+        summary[name] = {
+            "step_seconds": wall,
+            **mean,
+            "samples_per_s": samples / wall,
+            "peak_bytes": peaks[name],
+            "predicted_seconds": predicted_seconds(name, specs[name], costs, fixed, sync, rows,
+                                                   distributed.world_size),
+            "executor_metrics": {k: statistics.mean(m[k] for m in records[name])
+                                 for k in records[name][0] if k.startswith("executor/")},
+        }
+    native = summary["native"]
+    for result in summary.values():
+        result["speedup"] = native["step_seconds"] / result["step_seconds"]
+        result["bound"] = native["predicted_seconds"] / result["predicted_seconds"]
+        result["efficiency"] = result["speedup"] / result["bound"]
+    summary = reduce_over_ranks(summary, distributed.world_size)
+    b = costs[rows]["B"] / costs[rows]["F_g"]
+    ideal = (algo.sampling_steps + (1 + b) * trained) / (algo.sampling_steps + b * trained)
+    report = {
+        "spec": str(spec_path),
+        "world_size": distributed.world_size,
+        "finetune": spec.model.finetune,
+        "T": algo.sampling_steps,
+        "K": trained,
+        "samples": samples,
+        "rounds": rounds,
+        "warmup": warmup,
+        "unit_costs": {str(k): v for k, v in costs.items()},
+        "fixed_seconds": fixed,
+        "b_measured": b,
+        "ideal_lean_speedup": ideal,
+        "memory_method": "torch profiler allocation records (profile_memory), peak live bytes above step start",
+        "executors": summary,
+    }
+    distributed.barrier()
+    distributed.close()
+    return report
+
+
+def reduce_over_ranks(summary: dict[str, Any], world: int) -> dict[str, Any]:
+    """Peak memory: the maximum over ranks (digenrl's trainer is not rank 0)."""
+    if world == 1:
+        return summary
+    for result in summary.values():
+        peak = torch.tensor([float(result["peak_bytes"])])
+        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+        result["peak_bytes"] = int(peak)
+    return summary
+
+
+def markdown(reports: list[dict[str, Any]]) -> str:
+    lines = [
+        "| config | executor | step s | rollout | reward | train | sync | samples/s | peak MiB | speedup | bound "
+        "| measured/bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        config = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
+        for name, r in report["executors"].items():
+            lines.append(
+                f"| {config} | {name} | {r['step_seconds']:.3f} | {r['time/rollout']:.3f} | {r['time/reward']:.3f} "
+                f"| {r['time/train']:.3f} | {r['time/sync']:.3f} | {r['samples_per_s']:.1f} "
+                f"| {r['peak_bytes'] / 2**20:.1f} | {r['speedup']:.2f}x | {r['bound']:.2f}x | {r['efficiency']:.2f} |"
+            )
+    return "\n".join(lines)
