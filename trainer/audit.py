@@ -31,8 +31,11 @@ from trainer.sampling.schedule import shifted_sigmas
 from trainer.spec import JobSpec, SpecError, parse_spec
 
 # Relative L2 each exact executor must stay within (§6.1 table); others are reported only.
-THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
+THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5}
 WORST_TENSORS = 5
+# digenrl splits ranks into pools and trains where it did not roll out; its replay audit
+# (staleness forced to 0) is not built yet.
+NOT_AUDITED = frozenset({"digenrl"})
 
 
 @dataclass
@@ -158,9 +161,10 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     spec = load_spec(spec_path)
     if spec.model.dtype != "float32":
         raise SpecError("model.dtype", "the audit compares fp32 gradients: set it to 'float32'")
-    unknown = [n for n in names if n not in EXECUTOR_CLASSES]
+    auditable = [n for n in EXECUTOR_CLASSES if n not in NOT_AUDITED]
+    unknown = [n for n in names if n not in auditable]
     if unknown:
-        raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; available: {', '.join(EXECUTOR_CLASSES)}")
+        raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; auditable: {', '.join(auditable)}")
     names = ["native", *[n for n in names if n != "native"]]
     session = AuditSession(spec, names)
     captures = {name: session.capture(name) for name in names}

@@ -12,22 +12,28 @@ import torch
 from tests.executors.conftest import audit_spec
 from trainer.audit import AuditSession
 from trainer.executors.lean_reweight import LeanReweightExecutor
-from trainer.spec import parse_spec
+from trainer.spec import JobSpec, parse_spec
 
 
 def flat(grads: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([g.reshape(-1) for g in grads]).double()
 
 
-@pytest.mark.parametrize("regime", ["per_sample", "affine"])
-def test_sync_and_clip_only_see_the_corrected_gradient(
-    sfumato_home: Path, tiny_model_dir: Path, regime: str
-) -> None:
-    spec = parse_spec(audit_spec(
+def reweight_spec(regime: str) -> JobSpec:
+    return parse_spec(audit_spec(
         algorithm={"kl_beta": 0.04, "group_size": 4, "prompts_per_step": 2},
         executor={"name": "lean_reweight", "kl": "extra_vjp", "buffer_regime": regime},
     ))
-    session = AuditSession(spec, ["native", "lean_reweight"])
+
+
+@pytest.fixture(scope="module")
+def session(sfumato_home: Path, tiny_model_dir: Path) -> AuditSession:
+    return AuditSession(reweight_spec("per_sample"), ["native", "lean_reweight"])
+
+
+@pytest.mark.parametrize("regime", ["per_sample", "affine"])
+def test_sync_and_clip_only_see_the_corrected_gradient(session: AuditSession, regime: str) -> None:
+    session.specs["lean_reweight"] = reweight_spec(regime)
     native: dict[str, torch.Tensor] = {}
 
     def record(event: str, grads: list[torch.Tensor]) -> None:
@@ -47,12 +53,11 @@ def test_sync_and_clip_only_see_the_corrected_gradient(
     assert seen == ["sync", "clip"]
 
 
-def test_the_run_time_order_check_refuses_pending_provisional_gradients(
-    sfumato_home: Path, tiny_model_dir: Path
-) -> None:
-    spec = parse_spec(audit_spec(executor={"name": "lean_reweight"}))
-    session = AuditSession(spec, ["lean_reweight"])
+def test_the_run_time_order_check_refuses_pending_provisional_gradients(session: AuditSession) -> None:
     executor = LeanReweightExecutor(session.job)
     executor.pending = 1  # a sample whose P_q has not been scaled by its advantage yet
-    with pytest.raises(RuntimeError, match="uncorrected provisional"):
-        session.job.synchronize_gradients()
+    try:
+        with pytest.raises(RuntimeError, match="uncorrected provisional"):
+            session.job.synchronize_gradients()
+    finally:
+        session.job.gradient_hooks.remove(executor.check_order)

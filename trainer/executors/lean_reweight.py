@@ -28,6 +28,7 @@ import time
 import torch
 
 from trainer.advantages import EPS
+from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
 from trainer.executors.gradient_buffers import (
     AffineBuffers,
@@ -207,14 +208,14 @@ class LeanReweightExecutor(Executor):
         total, parts = self.job.reward(piece.images, [batch.prompts[row]])
         return float(total[0]), parts
 
-    def recompute_natively(self, trajectory: Trajectory, plan: object, advantages: torch.Tensor) -> None:
+    def recompute_natively(self, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor) -> None:
         """The exact (clipped) gradient by native's re-forward on the stored trajectory."""
         job = self.job
         for param in job.parameters:
             param.grad = None
-        trained = plan.trained.shape[1]  # type: ignore[attr-defined]
+        trained = plan.trained.shape[1]
         for position in range(trained):
-            terms = job.trained_step(trajectory, plan, position, advantages)  # type: ignore[arg-type]
+            terms = job.trained_step(trajectory, plan, position, advantages)
             (terms.loss / trained).backward()
 
 
