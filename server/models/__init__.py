@@ -4,12 +4,13 @@ from server.models.account import ROLES, ApiToken, Membership, Team, User
 from server.models.base import Base, utcnow
 from server.models.host import HOST_STATES, Allocation, Device, Host
 from server.models.job import ACTIVE_STATES, JOB_STATES, TERMINAL_STATES, Artifact, Job, JobEvent
-from server.models.telemetry import LogLine, Metric, Sample
+from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, Metric, MetricBlock, Sample
 
 __all__ = [
     "ACTIVE_STATES",
     "HOST_STATES",
     "JOB_STATES",
+    "METRIC_BLOCK_STEPS",
     "ROLES",
     "TERMINAL_STATES",
     "Allocation",
@@ -23,6 +24,7 @@ __all__ = [
     "LogLine",
     "Membership",
     "Metric",
+    "MetricBlock",
     "Sample",
     "Team",
     "User",
