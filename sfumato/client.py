@@ -299,11 +299,11 @@ class Client:
         """The caller's API tokens (without their secrets)."""
         return [ApiToken.model_validate(item) for item in self._get("/tokens")["items"]]
 
-    def create_token(self, name: str, *, scope: str = "write", expires_days: int | None = None) -> ApiToken:
-        """A new API token; its secret (`.token`) is shown in this answer only."""
+    def create_token(self, name: str, *, scope: str = "write", expires_in_days: int | None = None) -> ApiToken:
+        """A new API token for the caller; its secret (`.token`) is in this answer only."""
         body: dict[str, Any] = {"name": name, "scope": scope}
-        if expires_days is not None:
-            body["expires_days"] = expires_days
+        if expires_in_days is not None:
+            body["expires_in_days"] = expires_in_days
         return ApiToken.model_validate(self._post("/tokens", json=body))
 
     def revoke_token(self, token_id: int) -> None:

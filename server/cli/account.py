@@ -63,7 +63,7 @@ def token_create(
     as_json: JsonOption = False,
 ) -> None:
     """Create an API token; its secret is printed this once."""
-    created = client().create_token(name, scope=scope, expires_days=expires_days)
+    created = client().create_token(name, scope=scope, expires_in_days=expires_days)
     if as_json:
         print_json(created.to_json())
         return

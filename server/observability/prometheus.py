@@ -39,19 +39,19 @@ class PlatformCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self.factory() as session:
-            jobs = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).tuples().all())
+            jobs = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
             oldest = session.scalar(select(func.min(Job.created_at)).where(Job.status == "queued"))
-            hosts = dict(session.execute(select(Host.status, func.count()).group_by(Host.status)).tuples().all())
+            hosts = dict(session.execute(select(Host.status, func.count()).group_by(Host.status)).all())
             held = select(Allocation.device_id).where(Allocation.released_at.is_(None))
             allocated = session.execute(
                 select(Device.device_type, func.count()).where(Device.id.in_(held)).group_by(Device.device_type)
-            ).tuples()
+            ).all()
             free = session.execute(
                 select(Device.device_type, func.count())
                 .join(Host, Host.id == Device.host_id)
                 .where(Host.status == "online", Device.enabled, Device.id.not_in(held))
                 .group_by(Device.device_type)
-            ).tuples()
+            ).all()
             devices = GaugeMetricFamily("sfumato_devices", "Devices by state and type", labels=["state", "device_type"])
             for state, rows in (("allocated", allocated), ("free", free)):
                 for device_type, count in rows:
@@ -96,9 +96,23 @@ class RequestLatency:
         try:
             await self.app(scope, receive, record_status)
         finally:
-            # The route template (/api/v1/jobs/{job_id}), never the raw path, keeps the label set small.
-            route = getattr(scope.get("route"), "path", None) or "other"
-            self.histogram.labels(scope["method"], route, str(status)).observe(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            self.histogram.labels(scope["method"], route_template(scope), str(status)).observe(elapsed)
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's full template (/api/v1/jobs/{job_id}), never the raw path, so the label set stays
+    small; "other" when no route matched. A route of an included router knows only its own part of the
+    template (/jobs/{job_id}), so the literal prefix before the part its pattern matches is put back."""
+    route = scope.get("route")
+    template, pattern = getattr(route, "path", None), getattr(route, "path_regex", None)
+    if template is None or pattern is None:
+        return "other"
+    path: str = scope["path"]
+    for start in (i for i, char in enumerate(path) if char == "/"):
+        if pattern.match(path[start:]):
+            return path[:start] + template
+    return str(template)
 
 
 def install_prometheus(app: FastAPI) -> None:
