@@ -13,10 +13,15 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    from client_harness import TinyJobs
+    from platform_harness import Platform
 
 POSTGRES_ENV = "SFUMATO_TEST_POSTGRES_URL"
 REDIS_ENV = "SFUMATO_TEST_REDIS_URL"
@@ -91,3 +96,27 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'sfumato.db'}"
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(scope="session")
+def live_platform(
+    postgres_server_url: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Platform]:
+    """Server, Celery worker (3 CPU slots) and scheduler on a fresh PostgreSQL database, shared by the
+    client, CLI and Prometheus tests."""
+    from platform_harness import launch_platform
+
+    with fresh_postgres_database(postgres_server_url) as url:
+        platform = launch_platform(tmp_path_factory.mktemp("live"), url, "", tiny_model)
+        try:
+            yield platform
+        finally:
+            platform.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_jobs(live_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> TinyJobs:
+    """Two finished tiny jobs on the live platform: native (by the client) and lean_retain (by the CLI)."""
+    from client_harness import run_tiny_jobs
+
+    return run_tiny_jobs(live_platform, tmp_path_factory.mktemp("tiny-jobs"))
