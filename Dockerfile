@@ -28,6 +28,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY trainer trainer
 COPY server server
 COPY worker worker
+COPY sfumato sfumato
 COPY web web
 COPY migrations migrations
 COPY examples examples
