@@ -6,11 +6,13 @@ the local disk. Production only changes URLs.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -25,8 +27,9 @@ class Settings(BaseSettings):
     admin_password: str | None = None
     secret_key: str = ""
 
-    # Paths a spec may read (model, reward weights, prompt files); empty means any existing path.
-    path_roots: list[str] = Field(default_factory=list)
+    # Folders a spec's local paths (model, reward weights, prompt files) must lie in; unset: see resolved_path_roots.
+    # SFUMATO_PATH_ROOTS is a JSON list or paths separated by commas.
+    path_roots: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     worker_hostname: str | None = None
     worker_cpu_slots: int = 2
@@ -44,6 +47,14 @@ class Settings(BaseSettings):
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
 
+    @field_validator("path_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
+        return value
+
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'sfumato.db').resolve()}"
 
@@ -52,6 +63,16 @@ class Settings(BaseSettings):
 
     def resolved_artifact_root(self) -> Path:
         return (self.artifact_root or self.home / "artifacts").resolve()
+
+    def resolved_path_roots(self) -> list[str]:
+        """SFUMATO_PATH_ROOTS, or by default `<home>/models`, plus the repository's examples/ on the embedded
+        (SQLite) platform. Never "anywhere": the state folder itself (database, other jobs' files) is outside."""
+        if self.path_roots:
+            return list(self.path_roots)
+        roots = [str((self.home / "models").resolve())]
+        if self.resolved_database_url().startswith("sqlite"):
+            roots.append(str(Path(__file__).resolve().parents[1] / "examples"))
+        return roots
 
 
 @lru_cache

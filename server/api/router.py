@@ -2,8 +2,38 @@
 
 from fastapi import APIRouter
 
-from server.api.routes import artifacts, health, host_admin, hosts, ingest, jobs, logs, metrics, samples, spec, tokens
+from server.api.routes import (
+    artifacts,
+    audit,
+    health,
+    host_admin,
+    hosts,
+    ingest,
+    jobs,
+    logs,
+    metrics,
+    samples,
+    spec,
+    teams,
+    tokens,
+    users,
+)
 
 api_router = APIRouter(prefix="/api/v1")
-for module in (health, spec, jobs, metrics, samples, logs, artifacts, hosts, host_admin, ingest, tokens):
+for module in (
+    health,
+    spec,
+    jobs,
+    metrics,
+    samples,
+    logs,
+    artifacts,
+    hosts,
+    host_admin,
+    ingest,
+    tokens,
+    users,
+    teams,
+    audit,
+):
     api_router.include_router(module.router)

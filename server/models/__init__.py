@@ -1,6 +1,7 @@
 """Every table, imported here so Alembic and the app see one metadata."""
 
 from server.models.account import ROLES, ApiToken, Membership, Team, User
+from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.host import HOST_STATES, Allocation, Device, Host
 from server.models.job import ACTIVE_STATES, JOB_STATES, TERMINAL_STATES, Artifact, Job, JobEvent
@@ -8,6 +9,7 @@ from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, Metric, MetricB
 
 __all__ = [
     "ACTIVE_STATES",
+    "AUDIT_ACTIONS",
     "HOST_STATES",
     "JOB_STATES",
     "METRIC_BLOCK_STEPS",
@@ -16,6 +18,7 @@ __all__ = [
     "Allocation",
     "ApiToken",
     "Artifact",
+    "AuditEvent",
     "Base",
     "Device",
     "Host",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, String, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -20,6 +20,9 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Page-session cookies carry the generation they were issued in; logout or a new password bumps it,
+    # so every earlier cookie of the user stops working (a signed cookie cannot be taken back otherwise).
+    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
 

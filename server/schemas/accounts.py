@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from server.schemas.common import ReadModel, UtcDatetime
+from server.schemas.common import MAX_INT32, ReadModel, UtcDatetime
 
 TokenScope = Literal["read", "write"]
 Role = Literal["viewer", "member", "admin"]
@@ -45,3 +45,99 @@ class TokenCreated(TokenOut):
 
 class TokenList(BaseModel):
     items: list[TokenOut]
+
+
+class TeamRoleOut(BaseModel):
+    team_id: int
+    team: str
+    role: str
+
+
+class UserOut(BaseModel):
+    id: int
+    username: str
+    is_admin: bool
+    has_password: bool
+    created_at: UtcDatetime
+    teams: list[TeamRoleOut]
+
+
+class UserList(BaseModel):
+    items: list[UserOut]
+
+
+Username = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")]
+TeamName = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+
+
+class UserCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    username: Username
+    password: str | None = Field(None, description="8 to 256 characters; without one, the user logs in by token only")
+    is_admin: bool = Field(False, description="server admin: every team, users and teams")
+    team_id: int | None = Field(None, ge=1, le=MAX_INT32, description="a team to put the user in")
+    role: Role = "member"
+
+
+class PasswordChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    current_password: str = Field("", max_length=256, description="required when the user has a password")
+    new_password: str = Field(max_length=256)
+
+
+class TeamCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: TeamName
+
+
+class TeamOut(BaseModel):
+    id: int
+    name: str
+    role: str | None = Field(description="the caller's role in it (none: a server admin outside it)")
+    created_at: UtcDatetime
+
+
+class TeamList(BaseModel):
+    items: list[TeamOut]
+
+
+class MemberAdd(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    username: Username
+    role: Role = "member"
+
+
+class MemberRole(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+
+
+class MemberOut(BaseModel):
+    user_id: int
+    username: str
+    role: str
+
+
+class MemberList(BaseModel):
+    items: list[MemberOut]
+
+
+class AuditEventOut(BaseModel):
+    id: int
+    created_at: UtcDatetime
+    action: str
+    actor: str
+    team_id: int | None
+    job_id: int | None
+    subject: str | None = Field(description="the user the action concerned (tokens, roles, passwords)")
+    detail: str | None
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEventOut]
+    total: int

@@ -1,4 +1,4 @@
-"""Who is calling: user API tokens (hashed), the bootstrap admin, and per-job trainer tokens."""
+"""Who is calling: user API tokens (hashed), passwords (argon2), the bootstrap admin, and per-job trainer tokens."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import ApiToken, Job, Membership, Team, User, utcnow
-from server.services.errors import Forbidden, Unauthorized
+from server.models import ApiToken, AuditEvent, Job, Membership, Team, User, utcnow
+from server.services.errors import FieldErrors, Forbidden, Unauthorized
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,12 @@ ADMIN_USERNAME = "admin"
 DEFAULT_TEAM = "default"
 # last_used_at is written at most this often per token, so busy scripts do not turn reads into writes.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+MIN_PASSWORD = 8
+MAX_PASSWORD = 256  # argon2 hashes all of it; a megabyte "password" would be a cheap way to burn CPU
+
+_hasher = PasswordHasher()
+# Verified against when the username is unknown, so a login takes as long whether or not the user exists.
+_DUMMY_HASH = _hasher.hash("not a password anyone has")
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,46 @@ def authenticate_api_token(session: Session, raw: str) -> Caller:
     return caller_for_user(session, token.user, can_write=token.scope != "read")
 
 
+def check_password_rules(password: str, field: str = "password") -> None:
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise FieldErrors.one(field, f"a password has {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+
+
+def hash_password(password: str) -> str:
+    check_password_rules(password)
+    return _hasher.hash(password)
+
+
+def _verify(stored: str | None, password: str) -> bool:
+    """argon2 verification; without a stored hash it does the same work against a dummy and says no."""
+    try:
+        _hasher.verify(stored or _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        return False
+    return stored is not None
+
+
+def password_matches(user: User, password: str) -> bool:
+    """Does the user's password match? An outdated hash is upgraded in place (the caller commits)."""
+    if len(password) > MAX_PASSWORD or not _verify(user.password_hash, password):
+        return False
+    if user.password_hash and _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+    return True
+
+
+def authenticate_password(session: Session, username: str, password: str) -> User | None:
+    """The user whose password matches, else None, in the same time for unknown users. Commits a rehash."""
+    user = session.scalar(select(User).where(User.username == username.strip()))
+    if user is None:
+        _verify(None, password)
+        return None
+    if not password_matches(user, password):
+        return None
+    session.commit()
+    return user
+
+
 def authenticate_job_token(session: Session, raw: str, job_id: int) -> Job:
     """A trainer's token → the one job it may write. Another job's token → 403; a finished job's → 401."""
     digest = hash_token(raw)
@@ -89,8 +137,11 @@ def ensure_admin(session: Session, settings: Settings) -> str | None:
 
     Returns the raw token, which exists nowhere else, so the caller prints it once; None when
     the admin already existed or SFUMATO_ADMIN_TOKEN supplies the token (it is stored hashed
-    and accepted from then on). Commits. Safe when two processes start at once.
+    and accepted from then on). SFUMATO_ADMIN_PASSWORD, when set, becomes the admin's password
+    at every start (so it also recovers a lost one). Commits. Safe when two processes start at once.
     """
+    if settings.admin_password is not None:
+        check_password_rules(settings.admin_password, "SFUMATO_ADMIN_PASSWORD")
     raw: str | None = None
     try:
         admin = session.scalar(select(User).where(User.username == ADMIN_USERNAME))
@@ -107,6 +158,17 @@ def ensure_admin(session: Session, settings: Settings) -> str | None:
             digest = hash_token(settings.admin_token)
             if session.scalar(select(ApiToken.id).where(ApiToken.token_hash == digest)) is None:
                 session.add(ApiToken(user_id=admin.id, name="SFUMATO_ADMIN_TOKEN", token_hash=digest))
+        if settings.admin_password is not None and not password_matches(admin, settings.admin_password):
+            admin.password_hash = hash_password(settings.admin_password)
+            admin.session_generation = (admin.session_generation or 0) + 1
+            session.add(
+                AuditEvent(
+                    action="user.password",
+                    actor_name="SFUMATO_ADMIN_PASSWORD",
+                    subject_user_id=admin.id,
+                    detail="set from the environment at start",
+                )
+            )
         session.commit()
     except IntegrityError:
         session.rollback()

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, joinedload
 from server.config import Settings
 from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job
 from server.schemas.jobs import AllocationOut, JobDetail, JobEventOut, JobPage, JobSummary
+from server.services import audit
 from server.services.auth import Caller
 from server.services.capacity import check_capacity
 from server.services.errors import Conflict, FieldErrors
@@ -32,7 +33,7 @@ class JobFilters:
 def validate_spec(data: Any, settings: Settings) -> JobSpec:
     """trainer.spec's verdict, as 422 field errors (`algorithm.group_size`, ...)."""
     try:
-        return parse_spec(data, path_roots=settings.path_roots or None)
+        return parse_spec(data, path_roots=settings.resolved_path_roots())
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
         raise FieldErrors(spec_errors(exc)) from exc
 
@@ -62,6 +63,7 @@ def submit_job(
     session.add(job)
     session.flush()
     set_status(session, job, "queued", f"submitted by {caller.username}")
+    audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
     session.commit()
     return job_detail(session, caller, job.id)
 
@@ -165,6 +167,8 @@ def cancel_job(session: Session, caller: Caller, job_id: int) -> tuple[JobDetail
         set_status(session, job, "cancelled", f"cancelled by {caller.username}")
     else:
         job.cancel_requested = True
+    detail = None if immediate else f"requested while {job.status}"
+    audit.record(session, "job.cancel", caller, team_id=job.team_id, job_id=job.id, detail=detail)
     session.commit()
     return job_detail(session, caller, job_id), immediate
 
@@ -186,5 +190,6 @@ def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job.samples_per_s = None
     job.last_progress_at = None
     set_status(session, job, "queued", f"retried by {caller.username}")
+    audit.record(session, "job.retry", caller, team_id=job.team_id, job_id=job.id)
     session.commit()
     return job_detail(session, caller, job_id)

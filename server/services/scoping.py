@@ -1,9 +1,19 @@
-"""Team scoping, in one place: which jobs (and so which metrics, samples, logs, artifacts) a caller sees.
+"""Team scoping and roles, in one place: what a caller sees and what they may change.
 
 Every read of a job or of anything hanging off a job goes through `scope_jobs` or
 `get_visible_job`. A caller sees the jobs of their teams and the jobs they submitted (even if
 the team is gone); server admins see everything. Any other job is reported as not found,
-never as forbidden, so its existence does not leak.
+never as forbidden, so its existence does not leak. Teams work the same way (`visible_team`).
+
+What each role of a team may do (a read-only token or session may only read, whatever the role):
+
+| role    | read team jobs | submit | cancel / retry       | members, audit | hosts  |
+|---------|----------------|--------|----------------------|----------------|--------|
+| viewer  | yes            | no     | no                   | list members   | read   |
+| member  | yes            | yes    | own jobs             | list members   | read   |
+| admin   | yes            | yes    | any job of the team  | manage, audit  | manage |
+
+A server admin (`users.is_admin`) may do everything, in every team, and create users and teams.
 """
 
 from __future__ import annotations
@@ -13,13 +23,22 @@ from typing import Any, TypeVar
 from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
-from server.models import Job
+from server.models import Job, Team
 from server.services.auth import Caller, TeamRole
 from server.services.errors import FieldErrors, Forbidden, NotFound
 
 S = TypeVar("S", bound=Select[Any])
 
 SUBMIT_ROLES = ("member", "admin")
+
+
+def ensure_writer(caller: Caller) -> None:
+    if not caller.can_write:
+        raise Forbidden("this token is read-only")
+
+
+def team_role(caller: Caller, team_id: int | None) -> str | None:
+    return next((t.role for t in caller.teams if t.team_id == team_id), None)
 
 
 def scope_jobs(stmt: S, caller: Caller) -> S:
@@ -50,15 +69,46 @@ def team_for_submission(caller: Caller, team_name: str | None) -> TeamRole:
     else:
         names = ", ".join(t.team_name for t in caller.teams)
         raise FieldErrors.one("team", f"you belong to several teams; choose one with ?team= ({names})")
+    ensure_writer(caller)
     if team.role not in SUBMIT_ROLES:
         raise Forbidden(f"role {team.role!r} in team {team.team_name!r} cannot submit jobs")
     return team
 
 
 def ensure_can_act(caller: Caller, job: Job) -> None:
-    """Changing a job (cancel, retry) needs a member or admin role in its team, or server admin."""
+    """Changing a job (cancel, retry): a team admin any of the team's, a member their own, or a server admin."""
+    ensure_writer(caller)
     if caller.is_admin:
         return
-    role = next((t.role for t in caller.teams if t.team_id == job.team_id), None)
-    if role not in SUBMIT_ROLES:
-        raise Forbidden(f"role {role!r} cannot change jobs of this team")
+    role = team_role(caller, job.team_id)
+    if role == "admin" or (role == "member" and job.owner_id == caller.user_id):
+        return
+    if role == "member":
+        raise Forbidden("a member may cancel or retry only their own jobs; ask an admin of the team")
+    raise Forbidden(f"role {role!r} cannot change jobs of this team")
+
+
+def visible_team(session: Session, caller: Caller, team_id: int) -> Team:
+    """A team the caller is in (server admins: any); otherwise not found, like a job."""
+    team = session.get(Team, team_id)
+    if team is None or not (caller.is_admin or team_role(caller, team_id) is not None):
+        raise NotFound(f"team {team_id} not found")
+    return team
+
+
+def ensure_team_admin(session: Session, caller: Caller, team_id: int) -> Team:
+    """Managing a team's members or reading its audit log: its admins and server admins."""
+    team = visible_team(session, caller, team_id)
+    if not caller.is_admin and team_role(caller, team_id) != "admin":
+        raise Forbidden(f"only an admin of team {team.name!r} may do this")
+    return team
+
+
+def ensure_server_admin(caller: Caller) -> None:
+    if not caller.is_admin:
+        raise Forbidden("only a server admin may do this")
+
+
+def can_manage_hosts(caller: Caller) -> bool:
+    """Drain, disable and enable hosts and devices: server admins and the admins of any team."""
+    return caller.can_write and (caller.is_admin or any(t.role == "admin" for t in caller.teams))

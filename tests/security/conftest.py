@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from server_harness import Harness, bearer
+from server_harness import Harness, Headers, Response, bearer, png_bytes
 
 from server.config import Settings
 from server.main import create_app
@@ -50,3 +51,39 @@ def harness(settings: Settings, migrated_template: Path, tmp_path: Path) -> Iter
             token = ensure_admin(session, settings)
         assert token is not None
         yield Harness(client, app.state.sessionmaker, settings, bearer(token))
+
+
+XSS = "<script>alert('x')</script>"
+
+
+@dataclass
+class TwoTeams:
+    """Team `lab` with a running job that has metrics, a sample, logs and an artifact; team `studio` beside it."""
+
+    lab: Headers  # an admin of lab
+    studio: Headers  # an admin of studio
+    job_id: int
+    job_token: Headers
+    sample_id: int
+
+
+def upload_sample(harness: Harness, job_id: int, token: Headers, image: bytes, prompt: str = "a red apple") -> Response:
+    form = {"attempt": "1", "step": "2", "kind": "eval", "prompt": prompt, "seed": "7", "reward": "0.5"}
+    files = {"image": ("sample.png", image, "image/png")}
+    return harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
+
+
+@pytest.fixture
+def two_teams(harness: Harness) -> TwoTeams:
+    lab = harness.add_user("lena", "lab", "admin")
+    studio = harness.add_user("sam", "studio", "admin")
+    job_id = harness.submit_ok({"name": "lab-job"}, headers=lab)
+    token = harness.start_job(job_id)
+    batch = {"attempt": 1, "seq": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
+    sample = upload_sample(harness, job_id, token, png_bytes())
+    assert sample.status_code == 201, sample.text
+    artifact = {"attempt": 1, "kind": "checkpoint", "name": "step-1", "step": 1, "path": "checkpoints/step-1"}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
+    harness.add_log_lines(job_id, ["step 1 loss 0.5"])
+    return TwoTeams(lab, studio, job_id, token, int(sample.json()["id"]))

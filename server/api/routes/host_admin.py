@@ -12,6 +12,7 @@ from server.schemas.host_admin import DeviceState, HostState
 from server.services import host_admin
 from server.services.auth import Caller
 from server.services.errors import Forbidden
+from server.services.scoping import can_manage_hosts
 
 router = APIRouter(
     tags=["hosts"],
@@ -22,8 +23,8 @@ Id = Annotated[int, Path(ge=1, le=MAX_INT32)]
 
 
 def admin_caller(caller: WriterDep) -> Caller:
-    if not caller.is_admin:
-        raise Forbidden("only an admin may change the inventory")
+    if not can_manage_hosts(caller):
+        raise Forbidden("only a server admin or a team admin may change the inventory")
     return caller
 
 

@@ -1,0 +1,78 @@
+"""Another team's token: every read, write, cancel and sample fetch of a job is a 404, and nothing changes."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import TwoTeams
+from server_harness import Harness
+from sqlalchemy import func, select
+
+from server.models import Artifact, AuditEvent, Job, LogLine, Metric, Sample
+
+READS = ["", "/metrics?keys=loss", "/metrics/keys", "/samples", "/samples/{sample}/image", "/logs", "/artifacts"]
+
+
+def _snapshot(harness: Harness, job_id: int) -> tuple[object, ...]:
+    with harness.session() as session:
+        job = session.get_one(Job, job_id)
+        counts = tuple(
+            session.scalar(select(func.count()).select_from(model).where(model.job_id == job_id))
+            for model in (Metric, Sample, LogLine, Artifact, AuditEvent)
+        )
+        return (job.status, job.cancel_requested, job.attempt, job.name, *counts)
+
+
+@pytest.mark.parametrize("path", READS)
+def test_another_teams_reads_are_404(harness: Harness, two_teams: TwoTeams, path: str) -> None:
+    url = f"/api/v1/jobs/{two_teams.job_id}{path.format(sample=two_teams.sample_id)}"
+    assert harness.client.get(url, headers=two_teams.lab).status_code == 200
+    response = harness.client.get(url, headers=two_teams.studio)
+    assert response.status_code == 404 and response.json() == {"detail": f"job {two_teams.job_id} not found"}
+
+
+@pytest.mark.parametrize("action", ["cancel", "retry"])
+def test_another_teams_cancel_and_retry_are_404_and_change_nothing(
+    harness: Harness, two_teams: TwoTeams, action: str
+) -> None:
+    before = _snapshot(harness, two_teams.job_id)
+    response = harness.client.post(f"/api/v1/jobs/{two_teams.job_id}/{action}", headers=two_teams.studio)
+    assert response.status_code == 404
+    assert _snapshot(harness, two_teams.job_id) == before
+
+
+def test_another_teams_job_is_absent_from_lists_hosts_and_counts(harness: Harness, two_teams: TwoTeams) -> None:
+    host_id = harness.add_host("cpu-1", device_type="cpu")
+    other = harness.submit_ok({"name": "on-gpu"}, headers=two_teams.lab)
+    harness.start_job(other, host_id=host_id)
+    page = harness.client.get("/api/v1/jobs", headers=two_teams.studio).json()
+    assert page["items"] == [] and page["total"] == 0
+    devices = harness.client.get("/api/v1/hosts", headers=two_teams.studio).json()["items"][0]["devices"]
+    assert devices[0]["busy"] and devices[0]["job_id"] is None
+    lab_devices = harness.client.get("/api/v1/hosts", headers=two_teams.lab).json()["items"][0]["devices"]
+    assert lab_devices[0]["job_id"] == other
+
+
+def test_submitting_into_another_team_is_refused_and_stores_nothing(harness: Harness, two_teams: TwoTeams) -> None:
+    count = harness.job_count()
+    response = harness.submit({"name": "sneaky"}, headers=two_teams.studio, team="lab")
+    assert response.status_code == 422 and response.json()["detail"][0]["field"] == "team"
+    assert harness.job_count() == count
+
+
+def test_a_user_token_cannot_write_through_the_ingest_door(harness: Harness, two_teams: TwoTeams) -> None:
+    before = _snapshot(harness, two_teams.job_id)
+    batch = {"attempt": 1, "seq": 9, "steps": [{"step": 5, "wall_time": 2.0, "values": {"loss": 9.0}}]}
+    for headers in (two_teams.studio, two_teams.lab):
+        response = harness.client.post(f"/api/v1/ingest/{two_teams.job_id}/metrics", json=batch, headers=headers)
+        assert response.status_code == 401
+    assert _snapshot(harness, two_teams.job_id) == before
+
+
+def test_another_teams_audit_and_members_are_404(harness: Harness, two_teams: TwoTeams) -> None:
+    with harness.session() as session:
+        lab_team = session.get_one(Job, two_teams.job_id).team_id
+    for path in (f"/api/v1/teams/{lab_team}/audit", f"/api/v1/teams/{lab_team}/members"):
+        assert harness.client.get(path, headers=two_teams.studio).status_code == 404
+    add = {"username": "sam", "role": "admin"}
+    response = harness.client.post(f"/api/v1/teams/{lab_team}/members", json=add, headers=two_teams.studio)
+    assert response.status_code == 404
