@@ -36,3 +36,8 @@ bench: bench-executors
 
 bench-executors: install
 	$(PY) bench/executors.py
+
+# Server time of the pages on PostgreSQL with 100 jobs and a 1,000,000-point job; creates and drops its own database.
+SFUMATO_BENCH_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/postgres
+bench-web: install
+	SFUMATO_BENCH_POSTGRES_URL=$(SFUMATO_BENCH_POSTGRES_URL) $(PY) bench/web.py

@@ -1,0 +1,348 @@
+"""``make bench-web``: server time of the dashboard's pages on PostgreSQL with a big job.
+
+Creates a fresh PostgreSQL database (dropped at the end), migrates it, and loads 100 jobs: one
+holding 1,000,000 metric points (20 keys x 50,000 steps, bulk-loaded with COPY) and 2,000 eval
+samples; the others a few thousand points each. Then it times, in process, the requests the
+pages make: the app runs under httpx's ASGI transport, and a request's server time is the wall
+time from handing the request to the app until its whole body came back (routing, session cookie,
+SQL, rendering; no network, no browser). Each figure is the median of several runs after one
+warm-up. Prints a table, writes bench/results/web.md and web.json. Asserts nothing.
+
+    SFUMATO_BENCH_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/web.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+from argon2 import PasswordHasher  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+
+from server.config import Settings  # noqa: E402
+from server.main import create_app  # noqa: E402
+from server.migrate import upgrade  # noqa: E402
+from server.models import Job, JobEvent, LogLine, Membership, Team, User  # noqa: E402
+from web.pages.job_detail import CHARTS  # noqa: E402
+
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+RESULTS = REPO / "bench" / "results"
+PASSWORD = "bench-password"
+BIG_STEPS = 50_000
+# The keys a trainer reports every step (20): 20 x 50,000 = 1,000,000 points.
+BIG_KEYS = [
+    "reward/mean",
+    "reward/std",
+    "reward/brightness",
+    "reward/colorfulness",
+    "loss",
+    "kl",
+    "clip_frac",
+    "approx_kl",
+    "throughput/samples_per_s",
+    "throughput/steps_per_s",
+    "time/rollout",
+    "time/reward",
+    "time/train",
+    "time/sync",
+    "time/step",
+    "memory/peak_bytes",
+    "memory/reserved_bytes",
+    "executor/retained_graphs",
+    "executor/overlap",
+    "lr",
+]
+SMALL_STEPS = 300
+GALLERY_STEPS, GALLERY_PROMPTS, GALLERY_SEEDS = 100, 10, 2  # 2,000 images
+EXECUTORS = ["native", "lean_retain", "lean_reweight", "jagg"]
+MAX_POINTS = 1000  # about a chart's pixel width; what charts.js asks for
+
+
+# ---- database --------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def spec_for(name: str, executor: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": {"family": "sd3", "path": "builtin:tiny", "finetune": "full", "gradient_checkpointing": False},
+        "algorithm": {"name": "dance_grpo", "sampling_steps": 16, "train_timesteps": 8, "group_size": 8},
+        "executor": {"name": executor},
+        "reward": [{"name": "brightness", "weight": 1.0, "path": None}],
+    }
+
+
+def metric_rows(job_id: int, keys: list[str], steps: int, speed: float) -> Iterator[str]:
+    """COPY text rows: job_id, key, step, attempt, value, wall_time, superseded."""
+    start = 1_732_870_000.0
+    for step in range(steps):
+        wall = start + step * 6.0 / speed
+        base = 0.3 + 0.4 * (1 - math.exp(-step / (steps / 5))) + 0.02 * math.sin(step * 0.37)
+        for i, key in enumerate(keys):
+            value = base * (1 + 0.1 * i) + 0.01 * math.sin(step * (i + 1) * 0.013)
+            yield f"{job_id}\t{key}\t{step}\t1\t{value!r}\t{wall!r}\tf\n"
+
+
+def copy_rows(raw: Any, statement: str, rows: Iterator[str]) -> None:
+    """COPY in chunks of ~8 MB of text."""
+    with raw.cursor() as cur, cur.copy(statement) as copy:
+        buf = io.StringIO()
+        for row in rows:
+            buf.write(row)
+            if buf.tell() > 8_000_000:
+                copy.write(buf.getvalue())
+                buf = io.StringIO()
+        copy.write(buf.getvalue())
+
+
+def seed(app: Any, jobs: int) -> dict[str, Any]:
+    """Users and team, `jobs` jobs, the big job's 1M points and 2,000 samples; returns ids for the runs."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with app.state.sessionmaker() as session:
+        team = Team(name="vision")
+        user = User(username="bench", password_hash=PasswordHasher(time_cost=1, memory_cost=1024).hash(PASSWORD))
+        user.is_admin = True
+        session.add_all([team, user])
+        session.flush()
+        session.add(Membership(user_id=user.id, team_id=team.id, role="admin"))
+        made = []
+        for n in range(jobs):
+            executor = EXECUTORS[n % len(EXECUTORS)]
+            status = "running" if n == 0 else ("succeeded" if n % 5 else "failed")
+            job = Job(
+                name=f"sd3-dance-{executor}-{n:03d}",
+                spec=spec_for(f"sd3-dance-{executor}-{n:03d}", executor),
+                status=status,
+                algorithm="dance_grpo",
+                executor=executor,
+                model_family="sd3",
+                device_type="cuda",
+                devices=2,
+                attempt=1,
+                step=BIG_STEPS if n == 0 else SMALL_STEPS,
+                total_steps=BIG_STEPS * 2 if n == 0 else SMALL_STEPS,
+                last_reward=0.7,
+                samples_per_s=1.3,
+                owner_id=user.id,
+                team_id=team.id,
+                created_at=now - timedelta(hours=jobs - n),
+                started_at=now - timedelta(hours=jobs - n),
+                finished_at=None if status == "running" else now - timedelta(hours=jobs - n - 1),
+            )
+            session.add(job)
+            made.append(job)
+        session.flush()
+        for job in made:
+            session.add_all(JobEvent(job_id=job.id, attempt=1, status=s) for s in ("queued", "running", job.status))
+        big = made[0]
+        session.add_all(
+            LogLine(job_id=big.id, attempt=1, text=f"step {i}: reward 0.{i % 97:02d} loss 0.0{i % 89:02d}")
+            for i in range(3000)
+        )
+        session.commit()
+        ids = [job.id for job in made]
+
+    raw = app.state.engine.raw_connection()
+    try:
+        columns = "metrics (job_id, key, step, attempt, value, wall_time, superseded)"
+        copy_rows(raw, f"COPY {columns} FROM STDIN", metric_rows(ids[0], BIG_KEYS, BIG_STEPS, 1.0))
+        small = BIG_KEYS[:15]
+        for n, job_id in enumerate(ids[1:], start=1):
+            copy_rows(raw, f"COPY {columns} FROM STDIN", metric_rows(job_id, small, SMALL_STEPS, 1 + (n % 4) * 0.2))
+        folder = f"jobs/{ids[0]}/samples"
+        sample_rows = (
+            f"{ids[0]}\t1\t{step * 500}\teval\ta prompt about {p} colours\t{seed}\t{0.3 + step / 1000!r}\t"
+            f"{folder}/s{step}-p{p}-{seed}.png\t512\t512\t{now.isoformat()}\n"
+            for step in range(GALLERY_STEPS)
+            for p in range(GALLERY_PROMPTS)
+            for seed in range(GALLERY_SEEDS)
+        )
+        sample_columns = (
+            "samples (job_id, attempt, step, kind, prompt, seed, reward, image_path, width, height, created_at)"
+        )
+        copy_rows(raw, f"COPY {sample_columns} FROM STDIN", sample_rows)
+        raw.commit()
+    finally:
+        raw.close()
+    with app.state.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE"))  # what autovacuum does soon after a bulk load
+        points = conn.scalar(text("SELECT count(*) FROM metrics"))
+        big_points = conn.scalar(text("SELECT count(*) FROM metrics WHERE job_id = :j"), {"j": ids[0]})
+        samples = conn.scalar(text("SELECT count(*) FROM samples WHERE job_id = :j"), {"j": ids[0]})
+    return {"ids": ids, "big": ids[0], "points": points, "big_points": big_points, "samples": samples}
+
+
+# ---- timing ----------------------------------------------------------------------------------------------
+
+
+async def login(client: httpx.AsyncClient) -> None:
+    page = await client.get("/login")
+    token = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+    assert token, "no CSRF token on the login page"
+    response = await client.post(
+        "/login", data={"username": "bench", "password": PASSWORD, "csrf_token": token.group(1)}
+    )
+    assert response.status_code == 303, response.text
+
+
+async def server_ms(client: httpx.AsyncClient, url: str, runs: int) -> tuple[float, list[float], int]:
+    """Median milliseconds over `runs` after one warm-up, the samples, and the body size."""
+    first = await client.get(url)
+    if first.status_code != 200:
+        raise RuntimeError(f"{url} answered {first.status_code}: {first.text[:300]}")
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        response = await client.get(url)
+        await response.aread()
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, url
+    return statistics.median(samples), samples, len(first.content)
+
+
+def chart_query(chart: dict[str, Any]) -> str:
+    keys = list(chart["keys"]) + ([chart["band"][1]] if chart.get("band") else [])
+    return f"keys={','.join(keys)}&prefixes={','.join(chart.get('prefixes', []))}&max_points={MAX_POINTS}"
+
+
+def cases(world: dict[str, Any]) -> list[tuple[str, str, float | None]]:
+    """(what, URL, target ms); target None: measured for the record."""
+    big = world["big"]
+    compare = [big, *world["ids"][1:8]]
+    out: list[tuple[str, str, float | None]] = [
+        ("Job page HTML (1M-point job)", f"/jobs/{big}", 150),
+    ]
+    for chart in CHARTS:
+        out.append((f"Chart data: {chart['title']}", f"/jobs/{big}/metrics.json?{chart_query(chart)}", 100))
+    all_keys = ",".join(dict.fromkeys(k for c in CHARTS for k in [*c["keys"], *(c.get("band") or [])]))
+    prefixes = ",".join(dict.fromkeys(p for c in CHARTS for p in c.get("prefixes", [])))
+    out += [
+        (
+            "Live append (all charts, last 50 steps)",
+            f"/jobs/{big}/metrics.json?keys={all_keys}&prefixes={prefixes}&after_step={BIG_STEPS - 51}",
+            100,
+        ),
+        ("Compare page HTML (8 jobs)", "/compare?" + "&".join(f"job={i}" for i in compare), 300),
+    ]
+    compare_keys = "reward/mean,throughput/samples_per_s,memory/peak_bytes,time/step,loss,kl"
+    out += [
+        (
+            "Compare chart data (1M-point job)",
+            f"/jobs/{big}/metrics.json?walls=true&keys={compare_keys}&max_points={MAX_POINTS}",
+            100,
+        ),
+        ("Gallery HTML (2,000 images)", f"/jobs/{big}/gallery", 150),
+        ("Gallery slider fragment", f"/jobs/{big}/gallery/grid?i=3", 150),
+        ("Jobs list (100 jobs)", "/jobs", None),
+        ("Job header poll", f"/jobs/{big}/header", None),
+    ]
+    return out
+
+
+async def measure(app: Any, world: dict[str, Any], runs: int) -> list[dict[str, Any]]:
+    transport = httpx.ASGITransport(app=app)
+    results = []
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench", follow_redirects=False) as client:
+        await login(client)
+        for what, url, target in cases(world):
+            median, samples, size = await server_ms(client, url, runs)
+            ok = None if target is None else median <= target
+            results.append(
+                {"what": what, "url": url, "median_ms": round(median, 1), "target_ms": target, "ok": ok,
+                 "min_ms": round(min(samples), 1), "max_ms": round(max(samples), 1), "bytes": size}
+            )
+            print(f"  {what:<44} {median:8.1f} ms", flush=True)
+    return results
+
+
+# ---- report ----------------------------------------------------------------------------------------------
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| Request | Median (ms) | Min-max (ms) | Target (ms) | Verdict | Body |", "|---|---:|---:|---:|---|---:|"]
+    for r in results:
+        target = "—" if r["target_ms"] is None else f"≤ {r['target_ms']:.0f}"
+        verdict = "—" if r["ok"] is None else ("meets" if r["ok"] else "MISSES")
+        lines.append(
+            f"| {r['what']} | {r['median_ms']:.1f} | {r['min_ms']:.0f}-{r['max_ms']:.0f} | {target} | {verdict} "
+            f"| {r['bytes'] / 1024:.0f} KiB |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgres-url", default=os.environ.get("SFUMATO_BENCH_POSTGRES_URL") or DEFAULT_URL)
+    parser.add_argument("--runs", type=int, default=9, help="timed runs per request (median reported)")
+    parser.add_argument("--jobs", type=int, default=100)
+    args = parser.parse_args()
+
+    with fresh_database(args.postgres_url) as url, tempfile.TemporaryDirectory() as home:
+        print(f"database: fresh {make_url(url).database} on {make_url(url).host}; migrating and loading…", flush=True)
+        upgrade(url)
+        app = create_app(Settings(home=Path(home), database_url=url, secret_key="bench"))
+        started = time.perf_counter()
+        world = seed(app, args.jobs)
+        print(
+            f"loaded {args.jobs} jobs, {world['points']:,} metric points ({world['big_points']:,} in job "
+            f"#{world['big']}), {world['samples']:,} samples in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        try:
+            results = asyncio.run(measure(app, world, args.runs))
+        finally:
+            app.state.engine.dispose()
+
+    header = (
+        f"Server time, in process (httpx ASGI transport: request in → full body out, no network), median of "
+        f"{args.runs} runs after a warm-up, PostgreSQL, {args.jobs} jobs, {world['points']:,} metric points of "
+        f"which {world['big_points']:,} in one job, {world['samples']:,} samples in its gallery. "
+        f"{platform.node()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC."
+    )
+    report = table(results)
+    print()
+    print(report)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "web.md").write_text(f"# make bench-web\n\n{header}\n\n{report}\n")
+    payload = {"setup": header, "results": results}
+    (RESULTS / "web.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwrote {RESULTS / 'web.md'} and {RESULTS / 'web.json'}")
+
+
+if __name__ == "__main__":
+    main()
