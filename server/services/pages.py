@@ -1,4 +1,4 @@
-"""Read-only queries the web pages need beyond the API's services: password login, log tails,
+"""Read-only queries the web pages need beyond the API's services: log tails,
 live metric appends, gallery steps, the queue and compare figures. Team scoping is services.scoping's."""
 
 from __future__ import annotations
@@ -6,28 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Job, LogLine, Metric, Sample, User
+from server.models import Job, LogLine, Metric, Sample
 from server.services.auth import Caller
+from server.services.metric_blocks import key_figures
 from server.services.scoping import scope_jobs
-
-_hasher = PasswordHasher()
-
-
-def user_for_password(session: Session, username: str, password: str) -> User | None:
-    """The user whose argon2 password hash matches, else None."""
-    user = session.scalar(select(User).where(User.username == username.strip()))
-    if user is None or not user.password_hash:
-        return None
-    try:
-        _hasher.verify(user.password_hash, password)
-    except (VerificationError, InvalidHashError):
-        return None
-    return user
 
 
 def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> list[Job]:
@@ -92,16 +77,25 @@ def points_after(
     return out
 
 
-def wall_times(session: Session, job_id: int, steps: Sequence[int]) -> dict[int, float]:
-    """When each step was reported (earliest point of the step): the compare page's wall-clock axis."""
-    if not steps:
+def wall_times(session: Session, job_id: int, keys: Sequence[str], steps: Sequence[int]) -> dict[int, float]:
+    """When each step was reported (earliest point of the step among `keys`): the compare page's wall-clock
+    axis. Primary-key probes per (key, step), never a scan of the job's points."""
+    if not steps or not keys:
         return {}
-    rows = session.execute(
-        select(Metric.step, func.min(Metric.wall_time))
-        .where(Metric.job_id == job_id, Metric.step.in_(steps), Metric.superseded.is_(False))
-        .group_by(Metric.step)
-    )
-    return {step: wall for step, wall in rows}
+    out: dict[int, float] = {}
+    for chunk in range(0, len(steps), 5000):
+        rows = session.execute(
+            select(Metric.step, func.min(Metric.wall_time))
+            .where(
+                Metric.job_id == job_id,
+                Metric.key.in_(keys),
+                Metric.step.in_(steps[chunk : chunk + 5000]),
+                Metric.superseded.is_(False),
+            )
+            .group_by(Metric.step)
+        )
+        out.update({step: wall for step, wall in rows})
+    return out
 
 
 @dataclass
@@ -115,20 +109,24 @@ class JobFigures:
     wall_seconds: float | None
 
 
+FIGURE_KEYS = ("reward/mean", "throughput/samples_per_s", "memory/peak_bytes")
+
+
 def job_figures(session: Session, job_id: int) -> JobFigures:
-    """Final and best reward, mean throughput, peak memory and the wall-clock span of a job's metrics."""
-    current = (Metric.job_id == job_id, Metric.superseded.is_(False))
-
-    def aggregate(fn: object, key: str) -> float | None:
-        return session.scalar(select(fn(Metric.value)).where(*current, Metric.key == key))  # type: ignore[operator]
-
+    """Final and best reward, mean throughput, peak memory and the wall-clock span of a job's metrics, from
+    the per-16-step rollups (services.metric_blocks): a few hundred rows however long the job ran."""
+    figures = key_figures(session, job_id, FIGURE_KEYS)
+    if not figures:
+        figures = key_figures(session, job_id)  # none of those keys: the span of whatever it reported
     final = latest_points(session, job_id, ["reward/mean"]).get("reward/mean")
-    first, last = session.execute(select(func.min(Metric.wall_time), func.max(Metric.wall_time)).where(*current)).one()
+    reward, speed, memory = (figures.get(key) for key in FIGURE_KEYS)
+    first = min((f.first_wall for f in figures.values()), default=None)
+    last = max((f.last_wall for f in figures.values()), default=None)
     return JobFigures(
         final_reward=final.value if final else None,
-        best_reward=aggregate(func.max, "reward/mean"),
-        samples_per_s=aggregate(func.avg, "throughput/samples_per_s"),
-        peak_memory=aggregate(func.max, "memory/peak_bytes"),
+        best_reward=reward.maximum if reward else None,
+        samples_per_s=speed.mean if speed else None,
+        peak_memory=memory.maximum if memory else None,
         wall_seconds=(last - first) if first is not None and last is not None else None,
     )
 

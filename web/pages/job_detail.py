@@ -98,7 +98,7 @@ def job_logs(
     """Log lines after `after`, then the next poller (none once the job has finished and nothing came)."""
     page = read_logs(session, job.id, offset=after)
     live = job.status not in TERMINAL_STATES or bool(page.lines)
-    context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live}
+    context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live, "fragment": True}
     return render(request, "partials/log_lines.html", context)
 
 
@@ -134,7 +134,7 @@ def job_metrics(
             truncated = truncated or len(points) >= MAX_APPEND
             series.append({"key": key, "steps": [p.step for p in points], "values": [p.value for p in points]})
     if walls:
-        when = pages.wall_times(session, job.id, sorted({step for s in series for step in s["steps"]}))
+        when = pages.wall_times(session, job.id, wanted, sorted({step for s in series for step in s["steps"]}))
         for s in series:
             s["wall_times"] = [when.get(step) for step in s["steps"]]
     return JSONResponse({"status": job.status, "series": series, "truncated": truncated})

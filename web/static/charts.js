@@ -199,12 +199,14 @@
     const keys = new Set();
     const prefixes = new Set();
     for (const c of this.charts) {
-      c.cfg.keys.forEach((k) => keys.add(k));
+      const own = c.cfg.keys.concat(c.cfg.band ? [c.cfg.band[1]] : []);
+      own.forEach((k) => keys.add(k));
       (c.cfg.prefixes || []).forEach((p) => prefixes.add(p));
-      if (c.cfg.band) keys.add(c.cfg.band[1]);
+      c.query = query(own, c.cfg.prefixes || []);
     }
-    this.query = "keys=" + encodeURIComponent(Array.from(keys).join(",")) +
-      "&prefixes=" + encodeURIComponent(Array.from(prefixes).join(","));
+    // Live appends ask for every chart's keys at once (a few new points); the first load asks per chart, so each
+    // chart's series are downsampled to its own width and arrive in parallel.
+    this.query = query(Array.from(keys), Array.from(prefixes));
     new ResizeObserver(() => this.charts.forEach((c) => c.plot && c.plot.setSize(sizeOf(c.el)))).observe(section);
     document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c, true)));
   }
@@ -215,9 +217,13 @@
     return last;
   };
 
-  JobCharts.prototype.fetch = async function (afterStep) {
+  function query(keys, prefixes) {
+    return "keys=" + encodeURIComponent(keys.join(",")) + "&prefixes=" + encodeURIComponent(prefixes.join(","));
+  }
+
+  JobCharts.prototype.fetch = async function (afterStep, chart) {
     const width = Math.max(...this.charts.map((c) => c.el.clientWidth), 300);
-    let url = this.src + "?" + this.query + "&max_points=" + Math.round(width);
+    let url = this.src + "?" + (chart ? chart.query : this.query) + "&max_points=" + Math.round(width);
     if (afterStep != null) url += "&after_step=" + afterStep;
     const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error("metrics request failed: " + response.status);
@@ -262,16 +268,24 @@
     c.keys = spec.keys;
   };
 
+  // Every chart's downsampled series, merged into one store (a key two charts share is taken once).
+  JobCharts.prototype.load = async function () {
+    const bodies = await Promise.all(this.charts.map((c) => this.fetch(null, c)));
+    this.store = new Map();
+    for (const body of bodies) mergeSeries(this.store, body.series.filter((s) => !this.store.has(s.key)));
+    return bodies[bodies.length - 1];
+  };
+
   JobCharts.prototype.start = async function () {
     try {
-      const body = await this.fetch(null);
-      mergeSeries(this.store, body.series);
+      const body = await this.load();
       this.charts.forEach((c) => this.draw(c, false));
       this.live = this.live && !TERMINAL.includes(body.status);
     } catch (err) {
       this.charts.forEach((c) => placeholder(c.el, "Could not load metrics."));
       console.warn(err);
     }
+    this.section.dataset.polling = String(this.live);
     if (this.live) setTimeout(() => this.tick(), POLL_MS);
   };
 
@@ -279,13 +293,15 @@
     try {
       const body = await this.fetch(this.lastStep());
       if (body.truncated) {
-        this.store = new Map();
-        mergeSeries(this.store, (await this.fetch(null)).series);
+        await this.load();
       } else {
         mergeSeries(this.store, body.series);
       }
       this.charts.forEach((c) => this.draw(c, false));
-      if (TERMINAL.includes(body.status)) return;
+      if (TERMINAL.includes(body.status)) {
+        this.section.dataset.polling = "false";  // finished: no more requests
+        return;
+      }
     } catch (err) {
       console.warn(err);
     }
