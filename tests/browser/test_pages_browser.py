@@ -7,7 +7,7 @@ from browser_support import Live, PageProbe
 from page_fixtures import add_metrics
 from sqlalchemy import select
 
-from server.models import Job
+from server.models import Job, LogLine
 
 pytestmark = pytest.mark.browser
 
@@ -92,10 +92,17 @@ def test_job_chart_gains_points_without_reload(live: Live, probe: PageProbe) -> 
     assert probe.errors == []
 
 
-def test_finished_job_page_in_dark_mode(live: Live, probe: PageProbe) -> None:
+def test_finished_job_page_in_dark_mode_stops_polling(live: Live, probe: PageProbe) -> None:
+    job_id = live.world.finished[0].id
+    polls: list[str] = []
+    probe.page.on("request", lambda r: polls.append(r.url) if f"/jobs/{job_id}/" in r.url else None)
     probe.page.emulate_media(color_scheme="dark")
-    probe.page.goto(f"{live.url}/jobs/{live.world.finished[0].id}")
+    probe.page.goto(f"{live.url}/jobs/{job_id}")
     probe.page.wait_for_selector("#chart-reward .uplot")
+    probe.page.wait_for_selector("#charts[data-polling='false']")
+    loaded = len(polls)
+    probe.page.wait_for_timeout(3500)  # longer than any poll interval (2 s header and logs, 3 s charts)
+    assert polls[loaded:] == [], "a finished job's page kept polling"
     probe.shot("job-finished-dark")
     probe.page.click("[data-theme-toggle]")
     assert probe.page.get_attribute("html", "data-theme") == "light"
@@ -157,3 +164,15 @@ def test_unknown_job_is_a_404_page(live: Live, probe: PageProbe) -> None:
     response = probe.page.goto(f"{live.url}/jobs/987654")
     assert response is not None and response.status == 404
     probe.shot("not-found")
+
+
+def test_first_log_lines_replace_the_empty_placeholder(live: Live, probe: PageProbe) -> None:
+    job_id = live.world.queued[1].id
+    probe.page.goto(f"{live.url}/jobs/{job_id}")
+    probe.page.wait_for_selector("#log-empty")
+    with live.app.state.sessionmaker() as session:
+        session.add(LogLine(job_id=job_id, attempt=0, text="scheduler: waiting for 1 cuda device"))
+        session.commit()
+    probe.page.wait_for_selector("#log-box .log-line >> text=waiting for 1 cuda device", timeout=8000)
+    assert probe.page.locator("#log-empty").count() == 0
+    assert probe.errors == []
