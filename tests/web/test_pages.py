@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -10,7 +11,7 @@ from fastapi.testclient import TestClient
 from page_fixtures import XSS, World, csrf_of
 from sqlalchemy import func, select
 
-from server.models import Job
+from server.models import Job, LogLine, Sample
 from web.pages.session import COOKIE
 
 PAGES = ["/jobs", "/jobs/rows", "/submit", "/submit?mode=json", "/submit?preset=tiny-native", "/hosts", "/compare"]
@@ -173,3 +174,51 @@ def test_gallery_step_fragment_swaps_columns(client: TestClient, world: World) -
     assert 'data-current-step="0"' in html and "step 25" not in html
     image = client.get(re.search(r'src="(/jobs/\d+/samples/\d+/image\?thumb=1)"', html).group(1))  # type: ignore[union-attr]
     assert image.status_code == 200 and image.headers["content-type"] == "image/webp"
+
+
+def test_finished_job_fragments_carry_no_next_poll(client: TestClient, world: World) -> None:
+    done = world.finished[0].id
+    assert "hx-trigger" not in client.get(f"/jobs/{done}/header").text
+    assert "log-poll" not in client.get(f"/jobs/{done}/logs?after=999999").text
+    page = client.get(f"/jobs/{done}").text
+    assert 'data-live="false"' in page and "hx-trigger" not in page.split('id="job-header"', 1)[1].split(">", 1)[0]
+
+
+def test_first_log_lines_delete_the_empty_placeholder(client: TestClient, world: World, app: FastAPI) -> None:
+    queued = world.queued[0].id
+    assert 'id="log-empty"' in client.get(f"/jobs/{queued}").text
+    assert "hx-swap-oob" not in client.get(f"/jobs/{queued}/logs?after=0").text  # nothing yet: keep it
+    with app.state.sessionmaker() as session:
+        session.add(LogLine(job_id=queued, attempt=0, text="hello"))
+        session.commit()
+    fragment = client.get(f"/jobs/{queued}/logs?after=0").text
+    assert '<div id="log-empty" hx-swap-oob="delete"></div>' in fragment and "hello" in fragment
+
+
+def test_thumbnail_is_cached_on_disk_beside_the_sample(client: TestClient, world: World, app: FastAPI) -> None:
+    html = client.get(f"/jobs/{world.running.id}/gallery/grid?i=0").text
+    url = re.search(r'src="(/jobs/\d+/samples/(\d+)/image\?thumb=1)"', html)
+    assert url
+    first = client.get(url.group(1))
+    root = app.state.settings.resolved_artifact_root()
+    with app.state.sessionmaker() as session:
+        sample = session.get(Sample, int(url.group(2)))
+        assert sample is not None
+        source = root / sample.image_path
+    cached = source.parent / ".thumbs" / f"{source.name}.192.webp"
+    assert cached.is_file() and cached.resolve().is_relative_to(root)
+    assert cached.read_bytes() == first.content and first.content[8:12] == b"WEBP"
+    cached.write_bytes(b"RIFF\0\0\0\0WEBPcached")  # newer than the sample: served as it is
+    assert client.get(url.group(1)).content == b"RIFF\0\0\0\0WEBPcached"
+    os.utime(source, (cached.stat().st_mtime + 10,) * 2)  # the sample changed: made again
+    assert client.get(url.group(1)).content == first.content
+
+
+def test_compare_shows_the_analytical_bound_and_measured_over_bound(client: TestClient, world: World) -> None:
+    ids = [world.running.id, *(j.id for j in world.finished)]
+    html = client.get("/compare?" + "&".join(f"job={i}" for i in ids)).text
+    bounds = re.findall(r'<td class="num bound">([^<]+)</td>', html)
+    # LoRA (b = 1), T = 10, K = 9: native 10 + 2·9 = 28, lean 10 + 9 = 19, so 1.47 times.
+    assert bounds == ["1.00\u00d7", "1.47\u00d7", "1.47\u00d7"]
+    ratios = re.findall(r'<td class="num of-bound">([^<]+)</td>', html)
+    assert ratios == ["100 %", "109 %", "95 %"]  # 1.60 / 1.47 and 1.40 / 1.47

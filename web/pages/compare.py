@@ -14,6 +14,7 @@ from server.models import Job, Sample
 from server.services import pages
 from server.services.auth import Caller
 from server.services.jobs import JobFilters, list_jobs
+from trainer.spec import bound_speedup
 from web.pages.deps import page_caller
 from web.pages.gallery import pick
 from web.pages.render import render
@@ -39,6 +40,12 @@ class CompareRow:
     job: Job
     figures: pages.JobFigures
     speedup: float | None
+    bound: float | None = None  # analytical speedup over native on the job's own spec (executors.md §4)
+
+    @property
+    def of_bound(self) -> float | None:
+        """Measured speedup over the analytical bound: how much of the model's promise the run delivered."""
+        return self.speedup / self.bound if self.speedup and self.bound else None
 
 
 def spec_differences(jobs: list[Job]) -> list[tuple[str, list[str]]]:
@@ -54,12 +61,13 @@ def spec_differences(jobs: list[Job]) -> list[tuple[str, list[str]]]:
 
 
 def summary(session: Session, jobs: list[Job]) -> list[CompareRow]:
-    """Figures per job; speedup is samples/s over the first native job's (none without a native job)."""
+    """Figures per job; speedup is samples/s over the first native job's (none without a native job); bound is
+    the executor's analytical speedup from the job's spec (trainer.spec's single-process cost model)."""
     figures = [pages.job_figures(session, job.id) for job in jobs]
     native = next((f for job, f in zip(jobs, figures, strict=True) if job.executor == "native"), None)
     base = native.samples_per_s if native else None
     return [
-        CompareRow(job, f, (f.samples_per_s / base) if base and f.samples_per_s else None)
+        CompareRow(job, f, (f.samples_per_s / base) if base and f.samples_per_s else None, bound_speedup(job.spec))
         for job, f in zip(jobs, figures, strict=True)
     ]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
@@ -17,6 +16,7 @@ from server.api.deps import get_session, get_settings
 from server.config import Settings
 from server.models import Job, Sample
 from server.services import pages
+from server.services.artifact_store import write_atomically
 from server.services.auth import Caller
 from server.services.errors import NotFound
 from server.services.samples import sample_image
@@ -95,14 +95,21 @@ def gallery_grid(
     return render(request, "partials/gallery_grid.html", {"job": job, **_context(session, job.id, i, step)})
 
 
-@lru_cache(maxsize=2048)
-def _thumbnail(path: str, mtime: float) -> bytes:
-    """A small WebP of a sample (cached per file version)."""
+def thumbnail(path: Path) -> Path:
+    """A small WebP of a sample, cached on disk beside it (`.thumbs/<name>.<px>.webp` in the sample's folder,
+    so inside the artifact root) and made again when the sample is newer than it."""
+    cached = path.parent / ".thumbs" / f"{path.name}.{THUMB_PX}.webp"
+    try:
+        if cached.stat().st_mtime >= path.stat().st_mtime:
+            return cached
+    except FileNotFoundError:
+        pass
     with Image.open(path) as image:
         image.thumbnail((THUMB_PX, THUMB_PX))
         out = io.BytesIO()
         image.save(out, format="WEBP", quality=80)
-    return out.getvalue()
+    write_atomically(cached, out.getvalue())
+    return cached
 
 
 @router.get("/jobs/{job_id}/samples/{sample_id}/image")
@@ -121,5 +128,5 @@ def sample_file(
     except NotFound:
         return Response("not found", status_code=404, media_type="text/plain")
     if thumb:
-        return Response(_thumbnail(path, Path(path).stat().st_mtime), media_type="image/webp", headers=IMMUTABLE)
+        return FileResponse(thumbnail(Path(path)), media_type="image/webp", headers=IMMUTABLE)
     return FileResponse(path, media_type=media_type, headers=IMMUTABLE)

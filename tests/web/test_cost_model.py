@@ -1,0 +1,62 @@
+"""trainer.spec's analytical cost model (executors.md §4): the worked numbers of the reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer.spec import analytical_cost, bound_speedup, jagg_backward_passes, native_cost, parse_spec
+
+
+def spec(executor: str, steps: int, trained: int, finetune: str = "full", **options: object) -> dict:
+    return {
+        "algorithm": {"name": "dance_grpo", "sampling_steps": steps, "train_timesteps": trained},
+        "model": {"finetune": finetune},
+        "executor": {"name": executor, **options},
+    }
+
+
+@pytest.mark.parametrize(
+    ("steps", "trained", "finetune", "native", "lean", "jagg"),
+    [
+        (16, 8, "full", 40, 32, 36),  # integer routing: 2 groups, 1 routed → 2 + 4 = 6 backwards
+        (16, 8, "lora", 32, 24, 30),
+        (20, 4, "full", 32, 28, 28),  # 1 group, routed → 2 backwards
+        (20, 4, "lora", 28, 24, 26),
+    ],
+)
+def test_costs_match_the_reference_tables(
+    steps: int, trained: int, finetune: str, native: float, lean: float, jagg: float
+) -> None:
+    assert analytical_cost(parse_spec(spec("native", steps, trained, finetune))) == native
+    assert analytical_cost(parse_spec(spec("lean_retain", steps, trained, finetune))) == lean
+    assert analytical_cost(parse_spec(spec("lean_reweight", steps, trained, finetune))) == lean
+    assert analytical_cost(parse_spec(spec("jagg", steps, trained, finetune))) == jagg
+    assert bound_speedup(parse_spec(spec("jagg", steps, trained, finetune))) == pytest.approx(native / jagg)
+
+
+def test_jagg_routes_round_half_up_full_groups_only() -> None:
+    assert jagg_backward_passes(10, 4, 0.6) == 6  # groups 4, 4, 2: round(1.8) = 2 routed
+    assert jagg_backward_passes(9, 4, 0.6) == 5  # groups 4, 4, 1: 2 routed
+    assert jagg_backward_passes(5, 4, 0.6) == 3  # groups 4, 1: round(1.2) = 1 routed
+    assert jagg_backward_passes(8, 4, 0.0) == 8  # nothing routed: native's backwards
+
+
+def test_gradient_checkpointing_adds_one_backward_and_kl_adds_reference_forwards() -> None:
+    data = spec("jagg", 16, 9)
+    data["model"]["gradient_checkpointing"] = True  # DanceGRPO check: b = 3, native 16 + 4·9 = 52
+    assert native_cost(data) == 52 and analytical_cost(data) == 16 + 9 + 3 * 5
+    data = spec("lean_retain", 16, 8)
+    data["algorithm"]["kl_beta"] = 0.01
+    assert (native_cost(data), analytical_cost(data)) == (40 + 8, 32 + 8)
+
+
+def test_stored_spec_whose_model_folder_is_gone_still_has_a_bound() -> None:
+    stored = parse_spec(spec("lean_retain", 16, 8)).model_dump(mode="json")
+    stored["model"]["path"] = "/nowhere/model"
+    assert bound_speedup(stored) == pytest.approx(40 / 32)
+
+
+def test_digenrl_has_no_bound() -> None:
+    stored = parse_spec(spec("native", 16, 8)).model_dump(mode="json")
+    stored["executor"] = {"name": "digenrl"}
+    assert analytical_cost(stored) is None and bound_speedup(stored) is None
