@@ -3,20 +3,39 @@ commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 from server.cli import account, jobs, processes
 from server.cli.common import connection_options
 
+PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
+    processes.up,
+    processes.server,
+    processes.worker,
+    processes.scheduler,
+)
+JOB_COMMANDS: tuple[Callable[..., None], ...] = (
+    jobs.submit,
+    jobs.jobs,
+    jobs.show,
+    jobs.logs,
+    jobs.cancel,
+    jobs.retry,
+    jobs.compare,
+    jobs.export,
+)
+
 app = typer.Typer(name="sfumato", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.callback()(connection_options)
 
-for command in (processes.up, processes.server, processes.worker, processes.scheduler):
+for command in PLATFORM_COMMANDS:
     app.command(rich_help_panel="Platform")(command)
 app.add_typer(processes.db_app, name="db", rich_help_panel="Platform")
 
 app.command(rich_help_panel="Client")(account.login)
-for command in (jobs.submit, jobs.jobs, jobs.show, jobs.logs, jobs.cancel, jobs.retry, jobs.compare, jobs.export):
+for command in JOB_COMMANDS:
     app.command(rich_help_panel="Client")(command)
 app.add_typer(account.token_app, name="token", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
