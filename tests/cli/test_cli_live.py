@@ -42,7 +42,10 @@ def test_submit_wait_shows_progress_and_ends_with_the_final_reward(
     job = Client(live_platform.url, live_platform.token).job(tiny_jobs.lean_id)
     progress = tiny_jobs.cli_submit.stderr
     assert f"job {job.id} (tiny-lean_retain) submitted: lean_retain executor" in progress
-    assert re.search(rf"job {job.id} running  step {STEPS}/{STEPS}  reward \S+  \S+ samples/s", progress), progress
+    # Without a terminal, a line per change: the queue, then steps with their reward and throughput.
+    assert re.search(rf"job {job.id} (queued|scheduled|running)  step 0/\?  reward -  - samples/s", progress), progress
+    assert re.search(rf"job {job.id} running  step [1-{STEPS}]/{STEPS}  reward \S+  \S+ samples/s", progress), progress
+    assert re.search(rf"job {job.id} succeeded  step {STEPS}/{STEPS}", progress), progress
     assert stdout.strip().splitlines()[-1] == (
         f"job {job.id} succeeded: final reward {job.last_reward:.4g} after {STEPS} steps "
         f"({job.samples_per_s:.3g} samples/s)"
