@@ -3,10 +3,13 @@
 One pass (`schedule_once`) runs in a single database transaction that is the only writer of
 allocations while it runs:
 
-- PostgreSQL: the candidate device rows are locked with `FOR UPDATE SKIP LOCKED` (a concurrent
-  scheduler sees a disjoint set), the live allocations are read again *after* the locks are held
-  (a new statement sees every allocation committed by whoever held a lock before), and queued
-  jobs are locked the same way so no two schedulers place one job.
+- PostgreSQL: a pass first takes a transaction-scoped advisory lock; a scheduler that cannot get
+  it skips its pass, because another one is placing. Passes are therefore serial, and the queue
+  is placed in priority order whatever number of schedulers run (with row locks alone, two
+  schedulers would each lock part of the queue and place its tail before its head). Device and
+  job rows are still locked (`FOR UPDATE SKIP LOCKED`, skipping rows an admin or a cancel holds)
+  and the live allocations read after the locks are held, and a partial unique index refuses a
+  second live allocation of a device.
 - SQLite: the transaction starts with `BEGIN IMMEDIATE`, which takes the database's write lock.
 
 Tasks are sent to the hosts' Celery queues only after the transaction commits, so a worker
@@ -33,6 +36,7 @@ from server.services.job_status import set_status
 log = logging.getLogger(__name__)
 
 RUN_JOB_TASK = "worker.run_job"
+SCHEDULER_LOCK_KEY = 0x5F0A70  # the advisory lock a PostgreSQL scheduler pass holds
 DEFAULT_SCHEDULED_TIMEOUT_SECONDS = 300.0
 
 
@@ -379,6 +383,14 @@ def _allocate(session: Session, report: PassReport) -> None:
         set_status(session, job, "scheduled", f"attempt {job.attempt} on {names}")
 
 
+def _only_pass_running(session: Session) -> bool:
+    """PostgreSQL: take the scheduler's advisory lock for this transaction, False when another pass has it.
+    SQLite: BEGIN IMMEDIATE already made this transaction the only writer."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    return bool(session.scalar(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": SCHEDULER_LOCK_KEY}))
+
+
 def schedule_once(
     factory: sessionmaker[Session],
     dispatch: Dispatch,
@@ -388,6 +400,8 @@ def schedule_once(
     """One scheduler pass: unstarted jobs, lost hosts, stale allocations, then placement and dispatch."""
     report = PassReport()
     with writer_transaction(factory) as session:
+        if not _only_pass_running(session):
+            return report
         _reconcile(session, lost_after_seconds, scheduled_timeout_seconds, report)
         _allocate(session, report)
     undelivered: dict[int, str] = {}
