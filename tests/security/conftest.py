@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
@@ -18,6 +19,7 @@ from server_harness import Harness, Headers, Response, bearer, png_bytes
 from server.config import Settings
 from server.main import create_app
 from server.migrate import upgrade
+from server.services import auth
 from server.services.auth import ensure_admin
 
 
@@ -87,3 +89,11 @@ def two_teams(harness: Harness) -> TwoTeams:
     assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
     harness.add_log_lines(job_id, ["step 1 loss 0.5"])
     return TwoTeams(lab, studio, job_id, token, int(sample.json()["id"]))
+
+
+@pytest.fixture(autouse=True)
+def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2 at its smallest cost: these tests check who gets in, not how hard a hash is to crack."""
+    hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    monkeypatch.setattr(auth, "_hasher", hasher)
+    monkeypatch.setattr(auth, "_DUMMY_HASH", hasher.hash("dummy"))

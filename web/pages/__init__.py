@@ -8,7 +8,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from web.pages import auth, compare, gallery, hosts, job_detail, jobs, submit
+from web.pages import account, auth, compare, gallery, hosts, job_detail, jobs, submit, teams
 from web.pages.deps import PageNotFound
 from web.pages.render import not_found
 from web.pages.session import read_session
@@ -23,7 +23,7 @@ VENDOR = {
 }
 
 router = APIRouter(include_in_schema=False)
-for module in (auth, jobs, job_detail, gallery, submit, compare, hosts):
+for module in (auth, jobs, job_detail, gallery, submit, compare, hosts, account, teams):
     router.include_router(module.router)
 
 

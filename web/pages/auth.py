@@ -1,4 +1,4 @@
-"""Login with a username and password or an API token; logout."""
+"""Login with a username and password or an API token (5 failures a minute per name and address: 429); logout."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.services.auth import authenticate_api_token
+from server.models import User
+from server.services.auth import authenticate_api_token, authenticate_password
 from server.services.errors import Unauthorized
-from server.services.pages import user_for_password
+from server.services.rate_limit import TooManyRequests, check_login_allowed, record_login_failure
 from web.pages.deps import require_csrf
 from web.pages.render import render
 from web.pages.session import new_session, read_session, write_cookie
@@ -41,17 +42,28 @@ def login(
 ) -> Response:
     """Credentials → a fresh session (and a fresh CSRF token); wrong ones re-show the form with 401."""
     read_session(request)
+    ip = request.client.host if request.client else None
+    name = "" if token.strip() else username  # failures are counted per username, token logins under one name
+    try:
+        check_login_allowed(session, name, ip)
+    except TooManyRequests as exc:
+        context = {"next": safe_next(next), "error": exc.detail, "username": username}
+        response = render(request, "login.html", context, status_code=429)
+        response.headers["Retry-After"] = "60"
+        return response
     fresh = None
     if token.strip():
         try:
             caller = authenticate_api_token(session, token.strip())
-            fresh = new_session(caller.user_id, can_write=caller.can_write)
+            generation = session.get_one(User, caller.user_id).session_generation
+            fresh = new_session(caller.user_id, can_write=caller.can_write, generation=generation)
         except Unauthorized:
             fresh = None
     elif username.strip():
-        user = user_for_password(session, username, password)
-        fresh = new_session(user.id) if user else None
+        user = authenticate_password(session, username, password)
+        fresh = new_session(user.id, generation=user.session_generation) if user else None
     if fresh is None:
+        record_login_failure(session, name, ip)
         error = "Wrong API token." if token.strip() else "Wrong username or password."
         context = {"next": safe_next(next), "error": error, "username": username}
         return render(request, "login.html", context, status_code=401)
@@ -61,7 +73,13 @@ def login(
 
 
 @router.post("/logout", dependencies=[Depends(require_csrf)])
-def logout(request: Request) -> Response:
+def logout(request: Request, session: Session = Depends(get_session)) -> Response:
+    """End this session and every other page session of the user (their cookies stop being accepted)."""
+    ps = read_session(request)
+    user = session.get(User, ps.user_id) if ps.user_id is not None else None
+    if user is not None and user.session_generation == ps.generation:
+        user.session_generation += 1
+        session.commit()
     response = RedirectResponse("/login", status_code=303)
     write_cookie(request, response, new_session())
     return response

@@ -33,6 +33,8 @@ def page_caller(request: Request, session: Session = Depends(get_session)) -> Ca
     """
     ps = read_session(request)
     user = session.get(User, ps.user_id) if ps.user_id is not None else None
+    if user is not None and user.session_generation != ps.generation:
+        user = None  # the user logged out (everywhere) or changed password since this cookie was issued
     if user is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         login = f"/login?next={quote(target, safe='')}"

@@ -21,6 +21,7 @@ class PageSession:
     user_id: int | None
     csrf: str
     can_write: bool = True
+    generation: int = 0
     changed: bool = False
 
 
@@ -32,8 +33,10 @@ def _serializer(settings: Settings) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(settings.secret_key or _PROCESS_KEY, salt="sfumato-page-session")
 
 
-def new_session(user_id: int | None = None, *, can_write: bool = True) -> PageSession:
-    return PageSession(user_id=user_id, csrf=secrets.token_urlsafe(32), can_write=can_write, changed=True)
+def new_session(user_id: int | None = None, *, can_write: bool = True, generation: int = 0) -> PageSession:
+    """A fresh session (and CSRF token); `generation` is the user's session_generation at login."""
+    csrf = secrets.token_urlsafe(32)
+    return PageSession(user_id=user_id, csrf=csrf, can_write=can_write, generation=generation, changed=True)
 
 
 def read_session(request: Request) -> PageSession:
@@ -46,8 +49,13 @@ def read_session(request: Request) -> PageSession:
     if raw:
         try:
             data = _serializer(_settings(request)).loads(raw, max_age=MAX_AGE)
-            ps = PageSession(user_id=data.get("uid"), csrf=str(data["csrf"]), can_write=bool(data.get("w", True)))
-        except (BadSignature, KeyError, TypeError, AttributeError):
+            ps = PageSession(
+                user_id=data.get("uid"),
+                csrf=str(data["csrf"]),
+                can_write=bool(data.get("w", True)),
+                generation=int(data.get("g", 0)),
+            )
+        except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
             ps = None
     ps = ps or new_session()
     request.state.page_session = ps
@@ -59,6 +67,6 @@ def write_cookie(request: Request, response: Response, ps: PageSession) -> None:
     if not ps.changed:
         return
     settings = _settings(request)
-    value = _serializer(settings).dumps({"uid": ps.user_id, "csrf": ps.csrf, "w": ps.can_write})
+    value = _serializer(settings).dumps({"uid": ps.user_id, "csrf": ps.csrf, "w": ps.can_write, "g": ps.generation})
     secure = settings.public_url.startswith("https://")
     response.set_cookie(COOKIE, value, max_age=MAX_AGE, httponly=True, samesite="lax", secure=secure, path="/")
