@@ -17,6 +17,7 @@ from server.api.body_limit import BodySizeLimit
 from server.api.errors import install_error_handlers
 from server.api.responses import OrjsonResponse
 from server.api.router import api_router
+from server.api.security_headers import SecurityHeaders
 from server.config import Settings, get_settings
 from server.db import make_engine
 from server.migrate import ensure_sqlite_folder
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders, https=settings.public_url.startswith("https://"))
     install_prometheus(app)  # GET /metrics, and request latencies (outermost middleware)
     app.include_router(api_router)
 
