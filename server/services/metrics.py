@@ -1,9 +1,10 @@
 """Metric points: idempotent batch ingestion and downsampled, step-aligned reads.
 
-Storage: one row per (job, key, step, attempt), inserted with ON CONFLICT DO NOTHING (through
-COPY on PostgreSQL) so a re-sent batch costs one round of inserts and stores nothing twice. When a later attempt
-reports a step, the earlier attempts' points from that step on are marked superseded: the
-curve shows what the surviving attempt computed.
+Storage: one row per (job, key, step, attempt), stored once. On PostgreSQL a batch none of whose points
+exist yet (one primary-key probe says so) is COPied straight into `metrics`; a re-sent or overlapping
+batch goes through a staging table and INSERT ... ON CONFLICT DO NOTHING, which stores nothing twice and
+costs no more than the first send. When a later attempt reports a step, the earlier attempts' points
+from that step on are marked superseded: the curve shows what the surviving attempt computed.
 
 Reads: when a chart asks for more steps than `max_points`, the step range is cut into equal
 buckets (the same edges for every key) and each bucket keeps, per key, its minimum, its
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import psycopg
 from sqlalchemy import case, func, or_, select, text, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
@@ -38,19 +40,37 @@ _FROM_STAGING = (
 
 
 def _insert_postgres(session: Session, rows: list[Row]) -> int:
-    """COPY into a per-connection staging table, then one INSERT ... ON CONFLICT DO NOTHING.
-
-    Several times faster than multi-row VALUES; the INSERT's row count is exactly the new points.
-    """
+    """New points straight into `metrics` by COPY when none of the batch is there yet; otherwise (a re-send,
+    an overlap, or a concurrent writer of the same steps) COPY into a per-connection staging table and one
+    INSERT ... ON CONFLICT DO NOTHING, whose row count is exactly the new points."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a live psycopg connection inside this session's transaction
+    job_id, key, _step, attempt, _value, _wall = rows[0]
+    steps = [row[2] for row in rows if row[1] == key]
     with raw.cursor() as cursor:
+        cursor.execute(_ANY_STORED, (job_id, key, min(steps), max(steps), attempt))
+        if cursor.fetchone() is None:
+            cursor.execute("SAVEPOINT metric_copy")
+            try:
+                _copy(cursor, "metrics (job_id, key, step, attempt, value, wall_time, superseded)", rows, True)
+            except psycopg.errors.UniqueViolation:
+                cursor.execute("ROLLBACK TO SAVEPOINT metric_copy")
+            else:
+                cursor.execute("RELEASE SAVEPOINT metric_copy")
+                return len(rows)
         cursor.execute(_STAGING_DDL)
-        with cursor.copy("COPY metric_staging (job_id, key, step, attempt, value, wall_time) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        _copy(cursor, "metric_staging (job_id, key, step, attempt, value, wall_time)", rows, False)
         cursor.execute(_FROM_STAGING)
         return int(cursor.rowcount)
+
+
+_ANY_STORED = "SELECT 1 FROM metrics WHERE job_id = %s AND key = %s AND step BETWEEN %s AND %s AND attempt = %s LIMIT 1"
+
+
+def _copy(cursor: psycopg.Cursor[Any], target: str, rows: list[Row], live: bool) -> None:
+    with cursor.copy(f"COPY {target} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row((*row, False) if live else row)
 
 
 def _insert_sqlite(session: Session, rows: list[Row]) -> int:
@@ -77,18 +97,7 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
             else:
                 skipped += 1
     if rows and batch.attempt > 1:
-        first_step = min(row[2] for row in rows)
-        session.execute(
-            update(Metric)
-            .where(
-                Metric.job_id == job.id,
-                Metric.attempt < batch.attempt,
-                Metric.step >= first_step,
-                Metric.superseded.is_(False),
-            )
-            .values(superseded=True)
-            .execution_options(synchronize_session=False)
-        )
+        _supersede_from(session, job.id, batch.attempt, rows)
     stored = 0
     if rows:
         postgres = session.get_bind().dialect.name == "postgresql"
@@ -97,6 +106,36 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
         _supersede_where_a_later_attempt_took_over(session, job.id, batch.attempt)
     session.commit()
     return stored, skipped
+
+
+def _supersede_from(session: Session, job_id: int, attempt: int, rows: list[Row]) -> None:
+    """Earlier attempts' points from the batch's first step on become superseded.
+
+    Only the attempt's first batches have anything to do: once the attempt stored a point before this first
+    step, the batch that carried it superseded everything from there (and late points of earlier attempts are
+    superseded as they arrive). One backward primary-key probe tells, instead of a pass over the job's points.
+    """
+    first_step = min(row[2] for row in rows)
+    key = rows[0][1]
+    earlier = session.scalar(
+        select(Metric.step)
+        .where(Metric.job_id == job_id, Metric.key == key, Metric.step < first_step, Metric.attempt == attempt)
+        .order_by(Metric.step.desc())
+        .limit(1)
+    )
+    if earlier is not None:
+        return
+    session.execute(
+        update(Metric)
+        .where(
+            Metric.job_id == job_id,
+            Metric.attempt < attempt,
+            Metric.step >= first_step,
+            Metric.superseded.is_(False),
+        )
+        .values(superseded=True)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _supersede_where_a_later_attempt_took_over(session: Session, job_id: int, attempt: int) -> None:
