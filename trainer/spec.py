@@ -472,10 +472,13 @@ JAGG_DEFAULT_FRACTION = 0.6
 def _cost_inputs(spec: JobSpec | dict[str, Any]) -> tuple[str, int, int, int, float, int, float] | None:
     """(executor, T, K, b, kl_beta, W, jagg_frac) of a parsed spec or of a stored one (model_dump)."""
     if not isinstance(spec, JobSpec):
+        stored = _stored_cost_inputs(spec)  # a stored spec has every default filled in: no validation needed
+        if stored is not None:
+            return stored
         try:
             spec = JobSpec.model_validate(spec, context={"path_roots": None})
         except ValueError:
-            return _stored_cost_inputs(spec)
+            return None
     algo, model, executor = spec.algorithm, spec.model, spec.executor
     backward = (2 if model.finetune == "full" else 1) + (1 if model.gradient_checkpointing else 0)
     width = executor.group_width or JAGG_DEFAULT_WIDTH
