@@ -11,7 +11,14 @@ warm-up. Prints a table, writes bench/results/web.md and web.json. Asserts nothi
     SFUMATO_BENCH_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/web.py
 """
 
+# ruff: noqa: E402  (the path is fixed before the imports)
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ holds platform.py (make bench-platform): off the path, so it never shadows the standard library's module.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import asyncio
@@ -22,29 +29,27 @@ import os
 import platform
 import re
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import httpx  # noqa: E402
-from argon2 import PasswordHasher  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
+import httpx
+from argon2 import PasswordHasher
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
-from server.config import Settings  # noqa: E402
-from server.main import create_app  # noqa: E402
-from server.migrate import upgrade  # noqa: E402
-from server.models import Job, JobEvent, LogLine, Membership, Team, User  # noqa: E402
-from web.pages.job_detail import CHARTS  # noqa: E402
+from server.config import Settings
+from server.main import create_app
+from server.migrate import upgrade
+from server.models import Job, JobEvent, LogLine, Membership, Team, User
+from web.pages.job_detail import CHARTS
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 RESULTS = REPO / "bench" / "results"
@@ -282,8 +287,16 @@ async def measure(app: Any, world: dict[str, Any], runs: int) -> list[dict[str, 
             median, samples, size = await server_ms(client, url, runs)
             ok = None if target is None else median <= target
             results.append(
-                {"what": what, "url": url, "median_ms": round(median, 1), "target_ms": target, "ok": ok,
-                 "min_ms": round(min(samples), 1), "max_ms": round(max(samples), 1), "bytes": size}
+                {
+                    "what": what,
+                    "url": url,
+                    "median_ms": round(median, 1),
+                    "target_ms": target,
+                    "ok": ok,
+                    "min_ms": round(min(samples), 1),
+                    "max_ms": round(max(samples), 1),
+                    "bytes": size,
+                }
             )
             print(f"  {what:<44} {median:8.1f} ms", flush=True)
     return results
