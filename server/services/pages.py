@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, union_all
 from sqlalchemy.orm import Session, joinedload
 
 from server.models import Job, LogLine, Metric, Sample
@@ -47,18 +47,23 @@ class Point:
 
 
 def latest_points(session: Session, job_id: int, keys: Sequence[str]) -> dict[str, Point]:
-    """The last current point of each key (the job page's table of latest values)."""
-    out: dict[str, Point] = {}
+    """The last current point of each key (the job page's table of latest values): one statement, a
+    primary-key probe per key."""
+    if not keys:
+        return {}
+    probes = []
     for key in keys:
-        row = session.execute(
-            select(Metric.step, Metric.value, Metric.wall_time)
+        last = (
+            select(Metric.key, Metric.step, Metric.value, Metric.wall_time)
             .where(Metric.job_id == job_id, Metric.key == key, Metric.superseded.is_(False))
             .order_by(Metric.step.desc())
             .limit(1)
-        ).first()
-        if row is not None:
-            out[key] = Point(*row)
-    return out
+            .subquery()
+        )
+        probes.append(select(last))
+    rows = session.execute(union_all(*probes) if len(probes) > 1 else probes[0])
+    found = {key: Point(step, value, wall) for key, step, value, wall in rows}
+    return {key: found[key] for key in keys if key in found}
 
 
 def points_after(
