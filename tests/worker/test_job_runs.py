@@ -214,3 +214,40 @@ def test_a_trainer_exception_fails_the_job_with_the_rank_traceback_not_torchrun_
     error = job(factory, task.job_id).error
     assert error.startswith("trainer exited with code 1 on alpha (node 0)\nTraceback (most recent call last):")
     assert error.endswith("ValueError: bad reward")
+
+
+def two_node_attempt(factory, add_host, add_job, tmp_path) -> list[NodeTask]:
+    add_host("alpha", devices=1)
+    add_host("beta", devices=1)
+    add_job(nodes=2)
+    sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+    with factory.begin() as session:
+        for t in sent:
+            job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path)
+            job_runs.mark_running(session, t.job_id, t.attempt, t.host)
+    return sorted(sent, key=lambda t: t.node_rank)
+
+
+def test_one_node_failing_fails_the_job_and_stops_the_other_node(factory, add_host, add_job, tmp_path):
+    first, second = two_node_attempt(factory, add_host, add_job, tmp_path)
+
+    with factory.begin() as session:
+        status = job_runs.finish_run(session, second.job_id, second.attempt, 1, "beta", 1, None, ["Boom"])
+        assert job_runs.stop_reason(session, first.job_id, first.attempt) == job_runs.STOP_SUPERSEDED
+
+    assert status == "failed"
+    assert live(factory, first.job_id) == 0  # node 0's devices are freed with the job, not left behind
+
+
+def test_one_node_oom_killed_retries_the_whole_job(factory, add_host, add_job, tmp_path):
+    first, second = two_node_attempt(factory, add_host, add_job, tmp_path)
+
+    with factory.begin() as session:
+        status = job_runs.finish_run(session, second.job_id, second.attempt, 1, "beta", -9, None, [])
+        assert job_runs.stop_reason(session, first.job_id, first.attempt) == job_runs.STOP_SUPERSEDED
+
+    assert status == "queued"
+    sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+    assert sorted((t.node_rank, t.attempt) for t in sent) == [(0, 2), (1, 2)]

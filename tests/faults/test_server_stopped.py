@@ -1,0 +1,46 @@
+"""The server stops while a trainer streams: the trainer keeps training into its spool, and after the restart
+every step's metrics and every sample arrive, once."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+from fault_harness import Cluster, live_metric_steps, stored_points, tiny_spec
+
+pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
+
+TOTAL_STEPS = 6
+# Long enough for the trainer to finish a step or two with nowhere to send them (a step takes 1-3 s
+# here); the trainer neither knows nor cares how long the outage is, so 20 s would prove nothing more.
+OUTAGE_SECONDS = 8
+
+
+def test_metrics_and_samples_sent_while_the_server_is_down_arrive_once_after_it_returns(
+    start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
+):
+    cluster = start_cluster(postgres_url, redis_url, {"alpha": 1})
+    job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"every": 2, "count": 1}))
+    cluster.wait_for("the first step", lambda: cluster.job(job_id)["step"] >= 1, timeout=90)
+
+    cluster.stop("server")
+    time.sleep(OUTAGE_SECONDS)
+    cluster.start_server()
+
+    done = cluster.wait_done(job_id, timeout=120)
+    assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
+    assert done["step"] == TOTAL_STEPS
+    with cluster.platform.client() as http:
+        logs = [line["text"] for line in http.get(f"/api/v1/jobs/{job_id}/logs").json()["lines"]]
+        samples = http.get(f"/api/v1/jobs/{job_id}/samples").json()["items"]
+    assert sum(line.startswith("step ") for line in logs) == TOTAL_STEPS
+
+    assert live_metric_steps(cluster, job_id) == list(range(1, TOTAL_STEPS + 1))
+    points = Counter((key, step) for key, step, _attempt, _superseded in stored_points(postgres_url, job_id))
+    assert set(points.values()) == {1}, "a point was stored twice"
+    # Eval samples at steps 2, 4 and 6: one per eval prompt (2), each once.
+    assert Counter((s["step"], s["prompt"], s["seed"]) for s in samples) == {
+        (step, prompt, 0): 1 for step in (2, 4, 6) for prompt in ("a red apple", "a blue car")
+    }
