@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import threading
+from pathlib import Path
 
 from server.config import Settings
 from server.services.hosts import DeviceInfo, heartbeat, register_host
@@ -48,8 +49,17 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+def nvidia_driver_present() -> bool:
+    return Path("/proc/driver/nvidia").exists() or shutil.which("nvidia-smi") is not None
+
+
 def cuda_devices() -> list[DeviceInfo]:
-    """CUDA devices in PCI bus order (the order CUDA_VISIBLE_DEVICES uses for the trainer)."""
+    """CUDA devices in PCI bus order (the order CUDA_VISIBLE_DEVICES uses for the trainer).
+
+    Without an NVIDIA driver there are none, and the worker starts without importing torch.
+    """
+    if not nvidia_driver_present():
+        return []
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         import torch
