@@ -345,6 +345,7 @@ def _allocate(session: Session, report: PassReport) -> None:
     ).all()
     head: Job | None = None
     claimed: set[tuple[int, str]] = set()
+    capacities: dict[tuple[str, str | None], dict[int, int]] = {}
     for job in queued:
         reason = _quota_reason(job, usage, quotas)
         placement: list[tuple[Host, list[_FreeDevice]]] = []
@@ -352,7 +353,10 @@ def _allocate(session: Session, report: PassReport) -> None:
             unclaimed = {key: devices for key, devices in free.items() if key not in claimed}
             placement = _fits(job, unclaimed, hosts)
             if not placement:
-                capacity = _host_capacity(session, job.device_type, _gpu_model(job))
+                kind = (job.device_type, _gpu_model(job))
+                if kind not in capacities:  # one query per kind of device a pass, not one per waiting job
+                    capacities[kind] = _host_capacity(session, *kind)
+                capacity = capacities[kind]
                 if head is not None and _fits(job, free, hosts):
                     reason = f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
                 else:
