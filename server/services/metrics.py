@@ -29,14 +29,17 @@ from server.services.metric_blocks import block_series
 
 Row = tuple[int, str, int, int, float, float]  # job_id, key, step, attempt, value, wall_time
 
+_COLUMNS = "(job_id, key, step, attempt, value, wall_time, superseded)"
 _STAGING_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS metric_staging (job_id integer, key varchar(200), step integer, "
-    "attempt integer, value double precision, wall_time double precision) ON COMMIT DELETE ROWS"
+    "attempt integer, value double precision, wall_time double precision, superseded boolean) ON COMMIT DELETE ROWS"
 )
 _FROM_STAGING = (
-    "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
-    "SELECT job_id, key, step, attempt, value, wall_time, false FROM metric_staging ON CONFLICT DO NOTHING"
+    f"INSERT INTO metrics {_COLUMNS} SELECT job_id, key, step, attempt, value, wall_time, superseded "
+    "FROM metric_staging ON CONFLICT DO NOTHING"
 )
+_ANY_STORED = "SELECT 1 FROM metrics WHERE job_id = %s AND key = %s AND step BETWEEN %s AND %s AND attempt = %s LIMIT 1"
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def _insert_postgres(session: Session, rows: list[Row]) -> int:
@@ -47,30 +50,36 @@ def _insert_postgres(session: Session, rows: list[Row]) -> int:
     assert raw is not None  # a live psycopg connection inside this session's transaction
     job_id, key, _step, attempt, _value, _wall = rows[0]
     steps = [row[2] for row in rows if row[1] == key]
+    data = _copy_text(rows)
     with raw.cursor() as cursor:
         cursor.execute(_ANY_STORED, (job_id, key, min(steps), max(steps), attempt))
         if cursor.fetchone() is None:
             cursor.execute("SAVEPOINT metric_copy")
             try:
-                _copy(cursor, "metrics (job_id, key, step, attempt, value, wall_time, superseded)", rows, True)
+                with cursor.copy(f"COPY metrics {_COLUMNS} FROM STDIN") as copy:
+                    copy.write(data)
             except psycopg.errors.UniqueViolation:
                 cursor.execute("ROLLBACK TO SAVEPOINT metric_copy")
             else:
                 cursor.execute("RELEASE SAVEPOINT metric_copy")
                 return len(rows)
         cursor.execute(_STAGING_DDL)
-        _copy(cursor, "metric_staging (job_id, key, step, attempt, value, wall_time)", rows, False)
+        with cursor.copy(f"COPY metric_staging {_COLUMNS} FROM STDIN") as copy:
+            copy.write(data)
         cursor.execute(_FROM_STAGING)
         return int(cursor.rowcount)
 
 
-_ANY_STORED = "SELECT 1 FROM metrics WHERE job_id = %s AND key = %s AND step BETWEEN %s AND %s AND attempt = %s LIMIT 1"
-
-
-def _copy(cursor: psycopg.Cursor[Any], target: str, rows: list[Row], live: bool) -> None:
-    with cursor.copy(f"COPY {target} FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row((*row, False) if live else row)
+def _copy_text(rows: list[Row]) -> str:
+    """Rows in COPY's text format, formatted in one pass (about half the time of per-row write_row)."""
+    keys: dict[str, str] = {}
+    lines = []
+    for job_id, key, step, attempt, value, wall in rows:
+        escaped = keys.get(key)
+        if escaped is None:
+            escaped = keys[key] = key.translate(_COPY_ESCAPES)
+        lines.append(f"{job_id}\t{escaped}\t{step}\t{attempt}\t{value!r}\t{wall!r}\tf\n")
+    return "".join(lines)
 
 
 def _insert_sqlite(session: Session, rows: list[Row]) -> int:
