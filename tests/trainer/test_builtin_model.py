@@ -63,3 +63,15 @@ def test_a_non_zero_rank_builds_a_complete_model(tmp_path: Path) -> None:
     mp.spawn(_build_on_rank, args=(str(tmp_path / "init"), str(target)), nprocs=2)
     assert (target / "text_encoder" / "model.safetensors").stat().st_size > 0
     assert (target / "transformer" / "diffusion_pytorch_model.safetensors").exists()
+
+
+def test_tiny_vae_latent_channels_steer_the_image_colour(tiny_model_dir: Path) -> None:
+    """Without this a colour reward has nothing to learn from (bench/learn.py)."""
+    family = SD3Family(tiny_model_dir, torch.device("cpu"), torch.float32)
+    x = torch.randn(8, *family.latent_shape, generator=torch.Generator().manual_seed(0))
+    base = family.decode(x).mean(dim=(0, 2, 3))
+    for channel in range(3):
+        shifted = x.clone()
+        shifted[:, channel] += 0.5
+        change = family.decode(shifted).mean(dim=(0, 2, 3)) - base
+        assert int(change.argmax()) == channel and float(change[channel]) > 0.05

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import torch
 
+from trainer.models.tiny_vae import LATENT_CHANNELS, build_colour_vae
+from trainer.models.word_tokenizer import SPECIAL_TOKENS, word_tokenizer
 from trainer.prompts import COLORS, OBJECTS
 
 BUILD_SEED = 1234
-LATENT_CHANNELS = 4
 LATENT_SIZE = 8
 TEXT_HIDDEN = 32
 TEXT_PROJECTION = 32
@@ -39,23 +40,6 @@ TRANSFORMER_CONFIG = {
     "pos_embed_max_size": LATENT_SIZE,
 }
 
-VAE_CONFIG = {
-    "in_channels": 3,
-    "out_channels": 3,
-    "down_block_types": ("DownEncoderBlock2D",) * 3,
-    "up_block_types": ("UpDecoderBlock2D",) * 3,
-    "block_out_channels": (8, 16, 16),
-    "layers_per_block": 1,
-    "latent_channels": LATENT_CHANNELS,
-    "norm_num_groups": 4,
-    "sample_size": LATENT_SIZE * 4,
-    "scaling_factor": 1.0,
-    "shift_factor": 0.0,
-}
-
-SPECIAL_TOKENS = ["<pad>", "<unk>", "<bos>", "<eos>"]
-
-
 def text_encoder_config() -> dict:
     return {
         "vocab_size": len(vocabulary()),
@@ -74,8 +58,7 @@ def text_encoder_config() -> dict:
 def vocabulary() -> list[str]:
     """Special tokens, the words of the built-in prompt set, and a few common English words."""
     common = ["a", "an", "the", "of", "in", "on", "with", "and", "photo", "picture", "ocean", "sky", "tree"]
-    words = sorted(set(COLORS) | set(OBJECTS) | set(common))
-    return SPECIAL_TOKENS + words
+    return SPECIAL_TOKENS + sorted(set(COLORS) | set(OBJECTS) | set(common))
 
 
 def default_cache_dir() -> Path:
@@ -117,29 +100,14 @@ def build_tiny(directory: Path) -> None:
     """Create every component from its config with a fixed seed and save it."""
     import json
 
-    from diffusers import AutoencoderKL, SD3Transformer2DModel
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, PreTrainedTokenizerFast
+    from diffusers import SD3Transformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
 
     torch.manual_seed(BUILD_SEED)
     SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
-    AutoencoderKL(**VAE_CONFIG).save_pretrained(directory / "vae")
+    build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config())).save_pretrained(directory / "text_encoder")
 
-    vocab = {word: index for index, word in enumerate(vocabulary())}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="<bos> $A <eos>", special_tokens=[("<bos>", vocab["<bos>"]), ("<eos>", vocab["<eos>"])]
-    )
-    PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-        model_max_length=MAX_TOKENS,
-    ).save_pretrained(directory / "tokenizer")
+    word_tokenizer(vocabulary(), MAX_TOKENS).save_pretrained(directory / "tokenizer")
     index = {"_class_name": "SfumatoTinySD3", "family": "sd3", "seed": BUILD_SEED}
     (directory / "model_index.json").write_text(json.dumps(index, indent=2))
