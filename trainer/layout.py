@@ -1,6 +1,8 @@
 """Which samples each rank generates at a step.
 
-Every rank draws the step's prompts from the same step-seeded generator, numbers the global
+Every rank draws the step's prompts from the same step-seeded generator (without replacement
+while the pool is large enough, as Flow-GRPO's sampler does: two groups of one prompt in a step
+would only add noise to the step's mean reward), numbers the global
 samples s = p·G + m (prompt p, member m), and takes its own slice. Each sample carries its
 integer group id p and global id s, so advantages never depend on decoding prompts, and every
 noise stream can be keyed by (seed, step, s) whatever the layout.
@@ -43,7 +45,10 @@ def step_batch(
     layout: str = "sharded",
 ) -> SampleBatch:
     generator = step_generator(seed, step, "prompts")
-    chosen = torch.randint(len(pool), (prompts_per_step,), generator=generator)
+    if prompts_per_step <= len(pool):
+        chosen = torch.randperm(len(pool), generator=generator)[:prompts_per_step]
+    else:
+        chosen = torch.randint(len(pool), (prompts_per_step,), generator=generator)
     total = prompts_per_step * group_size
     all_ids = torch.arange(total)
     if layout == "shared":

@@ -63,3 +63,9 @@ def test_flash_grpo_one_shared_step_per_prompt_weighted_by_inverse_c() -> None:
     assert plan.weights is not None
     assert torch.allclose(plan.weights.double(), inverse_c / inverse_c.mean(), atol=1e-6)
     assert abs(float(plan.weights.mean()) - 1) < 1e-6
+
+
+def test_a_step_draws_distinct_prompts_while_the_pool_allows() -> None:
+    for step in range(1, 20):
+        assert len(set(step_batch(POOL[:4], step, 0, 4, 2, 0, 1).prompts)) == 4
+    assert len(step_batch(POOL[:2], 1, 0, 3, 2, 0, 1).prompts) == 6
