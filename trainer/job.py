@@ -88,12 +88,13 @@ class TrainingJob:
                 self.dist.broadcast(param.data)
 
     def conditioning(self, prompts: list[str]) -> Conditioning:
-        """Text embeddings per prompt, encoded once and cached (the encoder is frozen)."""
-        missing = sorted({p for p in prompts if p not in self._conditioning})
-        if missing:
-            encoded = self.family.encode_prompts(missing)
-            for row, prompt in enumerate(missing):
-                self._conditioning[prompt] = encoded.index([row])
+        """Text embeddings per prompt, encoded once and cached (the encoder is frozen).
+
+        Each prompt is encoded alone: batched with others its embedding moves in the last bits
+        with the batch, and a resumed run, which meets its prompts in other batches, would drift.
+        """
+        for prompt in sorted({p for p in prompts if p not in self._conditioning}):
+            self._conditioning[prompt] = self.family.encode_prompts([prompt])
         return Conditioning.cat([self._conditioning[p] for p in prompts])
 
     def unconditional(self, rows: int) -> Conditioning | None:
