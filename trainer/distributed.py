@@ -63,7 +63,8 @@ class Distributed:
 
 
 def init_distributed(device_type: str) -> Distributed:
-    """gloo on CPU, NCCL on CUDA; one CPU thread per rank when several share the host."""
+    """gloo on CPU, NCCL on CUDA; on CPU the cores are split between the host's ranks unless
+    OMP_NUM_THREADS says otherwise."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -72,8 +73,9 @@ def init_distributed(device_type: str) -> Distributed:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world_size)))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+        if "OMP_NUM_THREADS" not in os.environ:  # an explicit setting wins (a shared machine wants 1)
+            local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world_size)))
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
     if world_size > 1:
         backend = "nccl" if device_type == "cuda" else "gloo"
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=30))

@@ -12,6 +12,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_thread_per_process() -> Iterator[None]:
+    """The CPU is shared with other test runs: two OpenMP threads per op ran 20 times slower
+    than one there. The trainer (and torchrun's ranks) read OMP_NUM_THREADS."""
+    import torch
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("OMP_NUM_THREADS", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def sfumato_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("sfumato-home")
