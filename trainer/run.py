@@ -59,10 +59,10 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     reporter = Reporter.from_environment(output_dir) if dist.is_main else None
     torch.manual_seed(spec.seed)
 
+    reward = WeightedReward(spec.reward, dist.device)  # first: a reward that does not load is a spec error
     family = load_family(spec.model, dist.device)
     sigmas = shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
     algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
-    reward = WeightedReward(spec.reward, dist.device)
     job = TrainingJob(spec, dist, family, algorithm, reward)
     executor = make_executor(spec.executor.name, job)
     pool = load_prompts(spec.prompts.source)

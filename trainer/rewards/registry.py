@@ -12,15 +12,20 @@ from importlib.metadata import entry_points
 
 import torch
 
+from trainer.rewards.aesthetic import make_aesthetic
 from trainer.rewards.brightness import brightness
+from trainer.rewards.clip_score import make_clip_score
 from trainer.rewards.colorfulness import colorfulness
+from trainer.rewards.hpsv2 import make_hpsv2
 from trainer.rewards.jpeg_compressibility import jpeg_compressibility
 from trainer.rewards.jpeg_incompressibility import jpeg_incompressibility
+from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
-from trainer.spec import MODEL_REWARDS, REWARD_ENTRY_POINT_GROUP, RewardSpec
+from trainer.spec import REWARD_ENTRY_POINT_GROUP, RewardSpec, SpecError
 
 RewardFn = Callable[[torch.Tensor, list[str]], torch.Tensor]
 RewardFactory = Callable[[str | None, torch.device], RewardFn]
+ModelRewardFactory = Callable[[str, torch.device], RewardFn]
 
 PIXEL_REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "brightness": brightness,
@@ -30,12 +35,21 @@ PIXEL_REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "prompt_color_match": prompt_color_match,
 }
 
+MODEL_REWARD_FACTORIES: dict[str, ModelRewardFactory] = {
+    "clip_score": make_clip_score,
+    "pickscore": make_pickscore,
+    "hpsv2": make_hpsv2,
+    "aesthetic": make_aesthetic,
+}
+
 
 def make_reward(name: str, path: str | None, device: torch.device) -> RewardFn:
     if name in PIXEL_REWARD_FUNCTIONS:
         return PIXEL_REWARD_FUNCTIONS[name]
-    if name in MODEL_REWARDS:
-        raise ValueError(f"reward.name: model-based reward {name!r} is not available in this trainer yet")
+    if name in MODEL_REWARD_FACTORIES:
+        if path is None:
+            raise ValueError(f"reward.path: {name!r} loads a model from a local directory")
+        return MODEL_REWARD_FACTORIES[name](path, device)
     for point in entry_points(group=REWARD_ENTRY_POINT_GROUP):
         if point.name == name:
             factory: RewardFactory = point.load()
@@ -43,11 +57,21 @@ def make_reward(name: str, path: str | None, device: torch.device) -> RewardFn:
     raise ValueError(f"reward.name: unknown reward {name!r}")
 
 
+def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
+    """A model that exists but does not load is a spec error naming ``reward.path``."""
+    try:
+        return make_reward(spec.name, spec.path, device)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        if spec.path is None:
+            raise
+        raise SpecError("reward.path", f"{spec.name!r} does not load from {spec.path}: {exc}") from exc
+
+
 class WeightedReward:
     """Σ_k w_k r_k for advantages, with every raw r_k kept for logging as ``reward/<name>``."""
 
     def __init__(self, specs: list[RewardSpec], device: torch.device) -> None:
-        self.parts = [(spec.name, spec.weight, make_reward(spec.name, spec.path, device)) for spec in specs]
+        self.parts = [(spec.name, spec.weight, load_reward(spec, device)) for spec in specs]
 
     @torch.no_grad()
     def __call__(self, images: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
