@@ -28,6 +28,12 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# A long schemathesis fuzz of the whole OpenAPI against a live server on PostgreSQL (tests/security/openapi_fuzz.py).
+FUZZ_EXAMPLES ?= 50
+fuzz: install
+	SFUMATO_TEST_POSTGRES_URL=$${SFUMATO_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres} \
+		$(PY) tests/security/openapi_fuzz.py --examples $(FUZZ_EXAMPLES)
+
 bench-learn: install
 	$(PY) bench/learn.py
 

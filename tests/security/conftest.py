@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,8 @@ from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from server_harness import Harness, Headers, Response, bearer, png_bytes
+from security_support import TwoTeams, upload_sample
+from server_harness import Harness, bearer, png_bytes
 
 from server.config import Settings
 from server.main import create_app
@@ -53,26 +53,6 @@ def harness(settings: Settings, migrated_template: Path, tmp_path: Path) -> Iter
             token = ensure_admin(session, settings)
         assert token is not None
         yield Harness(client, app.state.sessionmaker, settings, bearer(token))
-
-
-XSS = "<script>alert('x')</script>"
-
-
-@dataclass
-class TwoTeams:
-    """Team `lab` with a running job that has metrics, a sample, logs and an artifact; team `studio` beside it."""
-
-    lab: Headers  # an admin of lab
-    studio: Headers  # an admin of studio
-    job_id: int
-    job_token: Headers
-    sample_id: int
-
-
-def upload_sample(harness: Harness, job_id: int, token: Headers, image: bytes, prompt: str = "a red apple") -> Response:
-    form = {"attempt": "1", "step": "2", "kind": "eval", "prompt": prompt, "seed": "7", "reward": "0.5"}
-    files = {"image": ("sample.png", image, "image/png")}
-    return harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TwoTeams
+from security_support import TwoTeams
 from server_harness import Harness
 from sqlalchemy import func, select
 

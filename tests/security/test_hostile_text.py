@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import XSS, upload_sample
+from security_support import XSS, upload_sample
 from server_harness import Harness, png_bytes
 
 ESCAPED = "&lt;script&gt;alert("

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TwoTeams, upload_sample
+from security_support import TwoTeams, upload_sample
 from server_harness import Harness, png_bytes
 
 from server.models import Allocation, Device, Host, Job

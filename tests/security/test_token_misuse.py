@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import TwoTeams
+from security_support import TwoTeams
 from server_harness import Harness, bearer
 
 from server.models import utcnow

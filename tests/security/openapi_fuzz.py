@@ -1,0 +1,226 @@
+"""Property-based fuzz of the whole OpenAPI (schemathesis) against a live server on PostgreSQL.
+
+Every operation gets valid (positive) and invalid (negative) requests; a response of 500 or more,
+or a 4xx without a JSON `{"detail": ...}` body, is a failure. Used by tests/security (a small run)
+and by `make fuzz` (a longer one):
+
+    SFUMATO_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres \\
+        python tests/security/openapi_fuzz.py --examples 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import APIOperation, GenerationMode
+from sqlalchemy.orm import Session
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from server.config import Settings  # noqa: E402
+from server.db import make_engine  # noqa: E402
+from server.migrate import upgrade  # noqa: E402
+from server.models import ApiToken, Device, Host, Job  # noqa: E402
+from server.services.auth import ensure_admin  # noqa: E402
+from server.services.tokens import JOB_TOKEN_PREFIX, USER_TOKEN_PREFIX, hash_token, new_token  # noqa: E402
+
+ADMIN_TOKEN = "sfu_fuzz-admin-token"
+
+
+@dataclass
+class FuzzReport:
+    requests: int = 0
+    by_status: dict[int, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        statuses = ", ".join(f"{code}: {n}" for code, n in sorted(self.by_status.items()))
+        errors = sum(n for code, n in self.by_status.items() if code >= 500)
+        return f"{self.requests} requests, {errors} server errors, {len(self.failures)} failures ({statuses})"
+
+
+@dataclass
+class LiveServer:
+    url: str
+    job_token: str
+    spare_token_id: int
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _seed(database_url: str) -> tuple[str, int]:
+    """The admin (SFUMATO_ADMIN_TOKEN), a CPU host, a running job with its token, and a spare token to revoke."""
+    settings = Settings(database_url=database_url, admin_token=ADMIN_TOKEN)
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            ensure_admin(session, settings)
+            host = Host(name="fuzz-host", queue="host.fuzz-host", status="online")
+            session.add(host)
+            session.flush()
+            session.add(Device(host_id=host.id, index=0, device_type="cpu", model="cpu"))
+            job_token = new_token(JOB_TOKEN_PREFIX)
+            spec = {"name": "seed"}
+            session.add(
+                Job(
+                    name="seed",
+                    spec=spec,
+                    status="running",
+                    algorithm="flow_grpo",
+                    executor="native",
+                    model_family="sd3",
+                    device_type="cpu",
+                    devices=1,
+                    attempt=1,
+                    owner_id=1,
+                    team_id=1,
+                    token_hash=hash_token(job_token),
+                )
+            )
+            spare = ApiToken(user_id=1, name="spare", token_hash=hash_token(new_token(USER_TOKEN_PREFIX)))
+            session.add(spare)
+            session.commit()
+            return job_token, spare.id
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def live_server(database_url: str, home: Path) -> Iterator[LiveServer]:
+    """Migrate and seed the database, then run uvicorn with create_app in a process of its own."""
+    upgrade(database_url)
+    job_token, spare_id = _seed(database_url)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "SFUMATO_DATABASE_URL": database_url,
+        "SFUMATO_HOME": str(home),
+        "SFUMATO_SECRET_KEY": "fuzz",
+        "SFUMATO_MAX_BODY_BYTES": "1000000",
+    }
+    log = home / "server.log"
+    home.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "uvicorn", "--factory", "server.main:create_app", "--port", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield LiveServer(url, job_token, spare_id, log)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _check(report: FuzzReport, label: str, response: schemathesis.Response) -> None:
+    report.requests += 1
+    report.by_status[response.status_code] = report.by_status.get(response.status_code, 0) + 1
+    if response.status_code >= 500:
+        report.failures.append(f"{label}: {response.status_code} {response.text[:200]}")
+    elif response.status_code >= 400:
+        content_type = response.headers.get("content-type", [""])[0]
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not content_type.startswith("application/json") or not isinstance(body, dict) or "detail" not in body:
+            report.failures.append(f"{label}: {response.status_code} without a JSON error body: {response.text[:200]}")
+
+
+def _fuzz_operation(
+    report: FuzzReport, server: LiveServer, operation: APIOperation, mode: GenerationMode, examples: int
+) -> None:
+    token = server.job_token if operation.path.startswith("/api/v1/ingest/") else ADMIN_TOKEN
+    headers = {"Authorization": f"Bearer {token}"}
+    # Revoking must not hit the token the fuzz itself uses: valid requests revoke a spare one.
+    pinned = {"token_id": server.spare_token_id} if "{token_id}" in operation.path else None
+    label = f"{mode.value} {operation.label}"
+
+    @given(case=operation.as_strategy(generation_mode=mode, path_parameters=pinned))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case) -> None:
+        _check(report, label, case.call(base_url=server.url, headers=headers, timeout=30))
+
+    with suppress(Unsatisfiable):  # nothing to make invalid: an operation without parameters, in negative mode
+        run()
+
+
+def fuzz(server: LiveServer, examples: int) -> FuzzReport:
+    """Positive and negative cases for every operation of /openapi.json; never raises on a bad answer."""
+    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    report = FuzzReport()
+    for result in schema.get_all_operations():
+        for mode in GenerationMode:
+            _fuzz_operation(report, server, result.ok(), mode, examples)
+    return report
+
+
+def _root_conftest() -> ModuleType:
+    """tests/conftest.py (its fresh_postgres_database), loaded by path: `conftest` names several modules."""
+    spec = importlib.util.spec_from_file_location("sfumato_root_conftest", REPO / "tests" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--examples", type=int, default=100, help="cases per operation and mode")
+    args = parser.parse_args()
+    server_url = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
+    if not server_url:
+        print("SFUMATO_TEST_POSTGRES_URL is not set: the fuzz needs PostgreSQL")
+        return 2
+    with _root_conftest().fresh_postgres_database(server_url) as database_url, tempfile.TemporaryDirectory() as home:
+        with live_server(database_url, Path(home)) as server:
+            started = time.monotonic()
+            report = fuzz(server, args.examples)
+            elapsed = time.monotonic() - started
+        for failure in report.failures[:50]:
+            print("FAIL", failure)
+        print(f"fuzz: {report.summary()} in {elapsed:.0f} s")
+        if report.failures:
+            print(server.log.read_text()[-5000:])
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
