@@ -11,10 +11,21 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
 
+# Connections per process. The server runs no more sync handlers at once than this (server.main), so a
+# request waits for a thread, never for a connection: a burst queues instead of failing on the pool's timeout.
+POOL_SIZE = 10
+POOL_OVERFLOW = 20
+POOL_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW
+
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
@@ -25,7 +36,7 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_pre_ping=True)
 
 
 @lru_cache
