@@ -61,7 +61,8 @@ def _expiry(body: TokenCreate) -> datetime | None:
 
 
 def create_api_token(session: Session, caller: Caller, body: TokenCreate) -> TokenCreated:
-    """A new token of the caller's; the raw secret is in the answer and nowhere else."""
+    """A new token of the caller's; the raw secret is in the answer and nowhere else. A read-only caller gets none."""
+    ensure_writer(caller)
     raw = new_token(USER_TOKEN_PREFIX)
     token = ApiToken(
         user_id=caller.user_id,
@@ -89,6 +90,7 @@ def list_api_tokens(session: Session, caller: Caller) -> TokenList:
 
 def revoke_api_token(session: Session, caller: Caller, token_id: int) -> None:
     """Revoke one of the caller's tokens (again is a no-op); another user's token is not found."""
+    ensure_writer(caller)
     token = session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == caller.user_id))
     if token is None:
         raise NotFound(f"token {token_id} not found")

@@ -108,3 +108,16 @@ def test_settings_page_shows_a_new_token_once_and_revokes_it(harness: Harness) -
     )
     assert revoke.status_code == 303
     assert harness.client.get("/api/v1/jobs", headers=bearer(secret.group(1))).status_code == 401
+
+
+def test_a_read_only_session_cannot_mint_a_write_token_by_a_crafted_post(harness: Harness) -> None:
+    reader = harness.add_user("rita", "default", scope="read")
+    form = {
+        "token": reader["Authorization"].removeprefix("Bearer "),
+        "csrf_token": csrf_of(harness.client.get("/login").text),
+    }
+    assert harness.client.post("/login", data=form, follow_redirects=False).status_code == 303
+    csrf = csrf_of(harness.client.get("/settings").text)
+    response = harness.client.post("/settings/tokens", data={"name": "escalate", "scope": "write", "csrf_token": csrf})
+    assert response.status_code == 422 and "read-only" in response.text and "sfu_" not in response.text
+    assert harness.client.get("/teams/99999999999999999999", follow_redirects=False).status_code == 422

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session
 from server.models import User
 from server.schemas.accounts import PasswordChange, TokenCreate, TokenCreated
+from server.schemas.common import MAX_INT32
 from server.services import accounts
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, ServiceError
@@ -83,7 +84,10 @@ async def create_token(
 
 @router.post("/settings/tokens/{token_id}/revoke", dependencies=[Depends(require_csrf)])
 def revoke_token(
-    request: Request, token_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request,
+    token_id: Annotated[int, Path(ge=1, le=MAX_INT32)],
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
 ) -> Response:
     try:
         accounts.revoke_api_token(session, caller, token_id)

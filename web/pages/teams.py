@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session
 from server.models import AUDIT_ACTIONS
 from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserCreate
+from server.schemas.common import MAX_INT32
 from server.services import accounts, audit
 from server.services.auth import Caller
 from server.services.errors import Forbidden, NotFound, ServiceError
@@ -23,6 +24,7 @@ from web.pages.render import error_page, render
 
 router = APIRouter()
 AUDIT_PAGE = 100
+PageId = Annotated[int, Path(ge=1, le=MAX_INT32)]
 
 
 def _teams_page(request: Request, session: Session, caller: Caller, errors: list[str], status_code: int) -> Response:
@@ -69,7 +71,7 @@ def _team_page(
 
 @router.get("/teams/{team_id}", response_class=HTMLResponse)
 def team_page(
-    request: Request, team_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request, team_id: PageId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> Response:
     return _team_page(request, session, caller, team_id, [])
 
@@ -98,7 +100,7 @@ async def _member_change(
 
 @router.post("/teams/{team_id}/members", dependencies=[Depends(require_csrf)])
 async def add_member(
-    request: Request, team_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request, team_id: PageId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> Response:
     return await _member_change(request, session, caller, team_id, "add")
 
@@ -106,8 +108,8 @@ async def add_member(
 @router.post("/teams/{team_id}/members/{user_id}/role", dependencies=[Depends(require_csrf)])
 async def set_role(
     request: Request,
-    team_id: int,
-    user_id: int,
+    team_id: PageId,
+    user_id: PageId,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> Response:
@@ -117,8 +119,8 @@ async def set_role(
 @router.post("/teams/{team_id}/members/{user_id}/remove", dependencies=[Depends(require_csrf)])
 async def remove_member(
     request: Request,
-    team_id: int,
-    user_id: int,
+    team_id: PageId,
+    user_id: PageId,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> Response:
@@ -128,7 +130,7 @@ async def remove_member(
 @router.get("/teams/{team_id}/audit", response_class=HTMLResponse)
 def audit_page(
     request: Request,
-    team_id: int,
+    team_id: PageId,
     action: str = "",
     offset: int = Query(0, ge=0, le=10_000_000),
     caller: Caller = Depends(page_caller),
