@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, defer, joinedload
 
 from server.config import Settings
 from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job
@@ -94,7 +94,7 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
     jobs = session.scalars(
         scope_jobs(select(Job), caller)
         .where(*conditions)
-        .options(joinedload(Job.owner), joinedload(Job.team))
+        .options(defer(Job.spec), joinedload(Job.owner), joinedload(Job.team))  # a summary shows no spec
         .order_by(Job.id.desc())
         .limit(limit)
         .offset(offset)
