@@ -169,6 +169,9 @@ def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter |
 
 
 def to_png(image: torch.Tensor) -> bytes:
+    """An image [3, H, W], or a video [F, 3, H, W] as its frames side by side."""
+    if image.dim() == 4:
+        image = torch.cat(list(image), dim=-1)
     array = (image.detach().float().clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).cpu().numpy()
     buffer = io.BytesIO()
     Image.fromarray(array).save(buffer, format="PNG")

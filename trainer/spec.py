@@ -19,7 +19,7 @@ REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
 BUILTIN_PROMPT_SOURCES = ("builtin:colors",)
-BUILTIN_FAMILIES = ("sd3",)
+BUILTIN_FAMILIES = ("sd3", "flux", "wan")
 
 PIXEL_REWARDS = (
     "brightness",

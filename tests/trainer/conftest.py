@@ -43,6 +43,15 @@ def tiny_model_dir(sfumato_home: Path) -> Path:
     return ensure_builtin_tiny()
 
 
+@pytest.fixture(scope="session")
+def tiny_family_dirs(sfumato_home: Path) -> dict[str, Path]:
+    """The tiny model of every family, built once per session."""
+    from trainer.models.builtin_tiny import ensure_builtin_tiny
+    from trainer.spec import BUILTIN_FAMILIES
+
+    return {family: ensure_builtin_tiny(family=family) for family in BUILTIN_FAMILIES}
+
+
 def tiny_spec(**overrides: Any) -> dict[str, Any]:
     """examples/tiny-native.json with sections overridden (shallow merge per section)."""
     spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())

@@ -1,8 +1,9 @@
-"""The built-in tiny SD3-family model, built once from explicit configs and cached on disk.
+"""The built-in tiny models (one per family), built once from explicit configs and cached on disk.
 
-Nothing is downloaded: the transformer, VAE, text encoder and a word-level tokenizer are
-created from the configs below with a fixed seed, written with ``save_pretrained``, and every
-job then loads them through the same ``from_pretrained`` path a real checkpoint takes.
+Nothing is downloaded: the transformer, VAE, text encoders and a word-level tokenizer are
+created from configs with a fixed seed, written with ``save_pretrained``, and every job then
+loads them through the same ``from_pretrained`` path a real checkpoint takes. The SD3 configs
+are below; FLUX's and Wan's are in ``tiny_flux.py`` and ``tiny_wan.py``.
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ def vocabulary() -> list[str]:
     return SPECIAL_TOKENS + sorted(set(COLORS) | set(OBJECTS) | set(common))
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir(family: str = "sd3") -> Path:
     home = os.environ.get("SFUMATO_HOME")
     base = Path(home) if home else Path.home() / ".cache" / "sfumato"
-    return base / "builtin-tiny-sd3"
+    return base / f"builtin-tiny-{family}"
 
 
 def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> Path:
@@ -75,7 +76,7 @@ def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> P
     inside an initialised process group transformers saves nothing on a non-zero rank, and the
     first rank to take the lock (or a second node's rank 0) may be any rank.
     """
-    target = cache_dir or default_cache_dir()
+    target = cache_dir or default_cache_dir(family)
     if (target / "model_index.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -84,30 +85,38 @@ def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> P
         if not (target / "model_index.json").exists():
             staging = target.parent / f".{target.name}.building-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
-            build_in_fresh_process(staging)
+            build_in_fresh_process(staging, family)
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
     return target
 
 
-def build_in_fresh_process(directory: Path) -> None:
+def build_in_fresh_process(directory: Path, family: str) -> None:
     """`build_tiny` in a child interpreter that has no process group, so every component is saved."""
     code = "import sys; from pathlib import Path; from trainer.models.builtin_tiny import build_tiny; "
-    subprocess.run([sys.executable, "-c", code + "build_tiny(Path(sys.argv[1]))", str(directory)], check=True)
+    command = code + "build_tiny(Path(sys.argv[1]), sys.argv[2])"
+    subprocess.run([sys.executable, "-c", command, str(directory), family], check=True)
 
 
-def build_tiny(directory: Path) -> None:
-    """Create every component from its config with a fixed seed and save it."""
+def build_tiny(directory: Path, family: str = "sd3") -> None:
+    """Create every component of the family's tiny model from its config with a fixed seed and save it."""
     import json
 
+    from trainer.models.tiny_flux import build_tiny_flux
+    from trainer.models.tiny_wan import build_tiny_wan
+
+    torch.manual_seed(BUILD_SEED)
+    builders = {"sd3": build_tiny_sd3, "flux": build_tiny_flux, "wan": build_tiny_wan}
+    builders[family](directory, vocabulary())
+    index = {"_class_name": f"SfumatoTiny{family.upper()}", "family": family, "seed": BUILD_SEED}
+    (directory / "model_index.json").write_text(json.dumps(index, indent=2))
+
+
+def build_tiny_sd3(directory: Path, words: list[str]) -> None:
     from diffusers import SD3Transformer2DModel
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection
 
-    torch.manual_seed(BUILD_SEED)
     SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config())).save_pretrained(directory / "text_encoder")
-
-    word_tokenizer(vocabulary(), MAX_TOKENS).save_pretrained(directory / "tokenizer")
-    index = {"_class_name": "SfumatoTinySD3", "family": "sd3", "seed": BUILD_SEED}
-    (directory / "model_index.json").write_text(json.dumps(index, indent=2))
+    word_tokenizer(words, MAX_TOKENS).save_pretrained(directory / "tokenizer")

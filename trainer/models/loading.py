@@ -27,12 +27,19 @@ def model_directory(spec: ModelSpec) -> Path:
 def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
     directory = model_directory(spec)
     dtype = DTYPES[spec.dtype]
+    family: ModelFamily
     if spec.family == "sd3":
         from trainer.models.sd3 import SD3Family
 
-        family: ModelFamily = SD3Family(directory, device, dtype)
+        family = SD3Family(directory, device, dtype)
+    elif spec.family == "flux":
+        from trainer.models.flux import FluxFamily
+
+        family = FluxFamily(directory, device, dtype)
     else:
-        raise ValueError(f"model.family: {spec.family!r} has no loader yet")
+        from trainer.models.wan import WanFamily
+
+        family = WanFamily(directory, device, dtype)
     prepare_finetune(family, spec)
     return family
 

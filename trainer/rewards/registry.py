@@ -75,6 +75,12 @@ class WeightedReward:
 
     @torch.no_grad()
     def __call__(self, images: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        raw = {name: fn(images, prompts).float().reshape(-1).cpu() for name, _, fn in self.parts}
+        """Images [B, 3, H, W], or videos [B, F, 3, H, W]: each frame is scored, a video gets the mean."""
+        frames = 1
+        if images.dim() == 5:
+            frames = images.shape[1]
+            images = images.flatten(0, 1)
+            prompts = [prompt for prompt in prompts for _ in range(frames)]
+        raw = {name: fn(images, prompts).float().reshape(-1, frames).mean(dim=1).cpu() for name, _, fn in self.parts}
         total = sum(weight * raw[name] for name, weight, _ in self.parts)
         return total, raw  # type: ignore[return-value]

@@ -1,0 +1,52 @@
+"""The built-in tiny FLUX model: ``FluxTransformer2DModel`` with FluxPipeline's component layout.
+
+A CLIP text encoder gives the pooled embedding, a T5 encoder the sequence; both read the
+word-level tokenizer. Latents are 4 × 8 × 8 (packed by the family into 16 patches of 2 × 2 × 4)
+and decode through the same colour-carrying tiny VAE as the SD3 model (32 px images).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainer.models.tiny_vae import LATENT_CHANNELS, build_colour_vae
+from trainer.models.word_tokenizer import word_tokenizer
+
+LATENT_SIZE = 8
+TEXT_HIDDEN = 32
+MAX_TOKENS = 16
+
+TRANSFORMER_CONFIG = {
+    "patch_size": 1,
+    "in_channels": LATENT_CHANNELS * 4,
+    "num_layers": 1,
+    "num_single_layers": 1,
+    "attention_head_dim": 16,
+    "num_attention_heads": 2,
+    "joint_attention_dim": TEXT_HIDDEN,
+    "pooled_projection_dim": TEXT_HIDDEN,
+    "guidance_embeds": False,
+    "axes_dims_rope": (4, 6, 6),
+}
+
+
+def build_tiny_flux(directory: Path, words: list[str]) -> None:
+    """Components from configs (the caller seeds torch), saved as a FluxPipeline directory."""
+    from diffusers import FluxTransformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+
+    tokenizer = word_tokenizer(words, MAX_TOKENS)
+    FluxTransformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
+    clip = CLIPTextConfig(
+        vocab_size=len(tokenizer), hidden_size=TEXT_HIDDEN, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, max_position_embeddings=MAX_TOKENS, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+    )
+    CLIPTextModel(clip).save_pretrained(directory / "text_encoder")
+    t5 = T5Config(
+        vocab_size=len(tokenizer), d_model=TEXT_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
+        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
+    )
+    T5EncoderModel(t5).save_pretrained(directory / "text_encoder_2")
+    tokenizer.save_pretrained(directory / "tokenizer")
+    tokenizer.save_pretrained(directory / "tokenizer_2")

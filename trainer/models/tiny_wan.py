@@ -1,0 +1,59 @@
+"""The built-in tiny Wan model: ``WanTransformer3DModel`` with WanPipeline's component layout.
+
+Video latents are 4 channels × 2 frames × 8 × 8. The VAE is a tiny ``AutoencoderKLWan`` (the real
+video VAE class, so real checkpoints take the same decode path): 2 latent frames decode to
+3 frames of 32 × 32 px (one temporal upsampling). Its weights are random, so unlike the SD3 and FLUX
+tiny models its colours barely follow the latents: it checks the plumbing, not learning.
+The text encoder is a tiny UMT5 on the word-level tokenizer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainer.models.tiny_vae import LATENT_CHANNELS
+from trainer.models.word_tokenizer import word_tokenizer
+
+LATENT_FRAMES = 2
+LATENT_SIZE = 8
+TEXT_HIDDEN = 32
+MAX_TOKENS = 16
+
+TRANSFORMER_CONFIG = {
+    "patch_size": (1, 2, 2),
+    "num_attention_heads": 2,
+    "attention_head_dim": 16,
+    "in_channels": LATENT_CHANNELS,
+    "out_channels": LATENT_CHANNELS,
+    "text_dim": TEXT_HIDDEN,
+    "freq_dim": 32,
+    "ffn_dim": 64,
+    "num_layers": 2,
+    "rope_max_seq_len": 32,
+}
+
+VAE_CONFIG = {
+    "base_dim": 8,
+    "z_dim": LATENT_CHANNELS,
+    "dim_mult": [1, 1, 1],
+    "num_res_blocks": 1,
+    "temperal_downsample": [False, True],
+    "latents_mean": [0.0] * LATENT_CHANNELS,
+    "latents_std": [1.0] * LATENT_CHANNELS,
+}
+
+
+def build_tiny_wan(directory: Path, words: list[str]) -> None:
+    """Components from configs (the caller seeds torch), saved as a WanPipeline directory."""
+    from diffusers import AutoencoderKLWan, WanTransformer3DModel
+    from transformers import UMT5Config, UMT5EncoderModel
+
+    tokenizer = word_tokenizer(words, MAX_TOKENS)
+    WanTransformer3DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    AutoencoderKLWan(**VAE_CONFIG).save_pretrained(directory / "vae")
+    umt5 = UMT5Config(
+        vocab_size=len(tokenizer), d_model=TEXT_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
+        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
+    )
+    UMT5EncoderModel(umt5).save_pretrained(directory / "text_encoder")
+    tokenizer.save_pretrained(directory / "tokenizer")
