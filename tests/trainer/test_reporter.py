@@ -129,3 +129,17 @@ def test_without_a_server_url_it_only_prints(tmp_path: Path, capsys: pytest.Capt
     reporter.close()
     assert "step 1/1" in capsys.readouterr().out
     assert not (tmp_path / SPOOL_NAME).exists()
+
+
+def test_a_nan_progress_is_sent_as_null_and_blocks_nothing_after_it(tmp_path: Path, port: int) -> None:
+    server = Server(port)
+    try:
+        reporter = make_reporter(tmp_path, port)
+        reporter.progress(1, 10, float("nan"), float("inf"))
+        reporter.metrics(1, {"reward/mean": 0.5})
+        reporter.close()
+    finally:
+        server.stop()
+    progress = [json.loads(b) for p, _, b in Recorder.received if p.endswith("/progress")]
+    assert progress == [{"attempt": 2, "step": 1, "total_steps": 10, "reward": None, "samples_per_s": None}]
+    assert metric_steps() == [1]

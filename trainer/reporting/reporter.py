@@ -19,6 +19,7 @@ import atexit
 import base64
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -102,8 +103,8 @@ class Reporter:
             "attempt": self.attempt,
             "step": step,
             "total_steps": total_steps,
-            "reward": reward,
-            "samples_per_s": samples_per_s,
+            "reward": reward if math.isfinite(reward) else None,  # JSON has no NaN: httpx would refuse the body
+            "samples_per_s": samples_per_s if math.isfinite(samples_per_s) else None,
         }
         self._append({"kind": "progress", "json": body})
 
