@@ -21,7 +21,7 @@ from trainer.distributed import Distributed, init_distributed
 from trainer.executors.base import StepResult
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
-from trainer.layout import layout_error, step_batch
+from trainer.layout import SampleBatch, layout_error, step_batch
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
 from trainer.reporting.reporter import Reporter
@@ -30,6 +30,7 @@ from trainer.rollout import sample_ode
 from trainer.sampling.schedule import shifted_sigmas
 from trainer.spec import JobSpec, SpecError, parse_spec
 
+TRAIN_SAMPLES = 4  # rollout images (rank 0's first rows) posted with their rewards at each eval step
 METRICS_FILE = "metrics.jsonl"  # every step's metrics, also without a server (resume tests, bench)
 MEAN_ACROSS_RANKS = ("loss", "kl", "approx_kl", "clip_frac", "ratio/mean")
 
@@ -101,6 +102,7 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
             )
         if dist.is_main and spec.samples.count > 0 and (step % spec.samples.every == 0 or step == total):
             evaluate(job, step, output_dir, reporter)
+            post_train_samples(result, batch, output_dir, reporter)
         if spec.checkpoint.every and step % spec.checkpoint.every == 0 and step < total:
             if dist.is_main:
                 path = save_checkpoint(output_dir, step, job.policy, job.optimizer)
@@ -166,6 +168,20 @@ def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter |
             reporter.sample(step, "eval", prompt, seed, float(totals[index]), png)
     if reporter:
         reporter.print(f"eval step {step}: reward {float(totals.mean()):.4f} over {len(prompts)} samples")
+
+
+def post_train_samples(result: StepResult, batch: SampleBatch, output_dir: Path, reporter: Reporter | None) -> None:
+    """A few of this step's rollout images with the rewards they were trained on, kind "train";
+    the seed field carries the global sample id, which names the sample's noise stream."""
+    images = result.trajectory.images
+    folder = output_dir / "samples" / f"step-{batch.step}" / "train"
+    for row in range(min(TRAIN_SAMPLES, len(images), len(batch.prompts))):
+        png = to_png(images[row])
+        sample_id = int(batch.sample_ids[row])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{row:03d}-sample{sample_id}.png").write_bytes(png)
+        if reporter:
+            reporter.sample(batch.step, "train", batch.prompts[row], sample_id, float(result.scores.total[row]), png)
 
 
 def to_png(image: torch.Tensor) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -87,3 +88,54 @@ def test_bad_spec_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.Captur
     spec = tiny_spec(algorithm={"train_timesteps": 8})
     assert main(["run", "--spec", str(write_spec(tmp_path / "s.json", spec)), "--output-dir", str(tmp_path)]) == 2
     assert "algorithm.train_timesteps" in capsys.readouterr().err
+
+
+def test_gradient_checkpointing_recomputes_blocks_and_keeps_the_loss(
+    tmp_path: Path, sfumato_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch.utils.checkpoint
+
+    calls = []
+    original = torch.utils.checkpoint.checkpoint
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch.utils.checkpoint, "checkpoint", counting)
+    sections = {"algorithm": {"total_steps": 2, "sampling_steps": 4, "learning_rate": 0.01},
+                "samples": {"count": 0}, "checkpoint": {"every": 0}}
+    plain = _run(tmp_path, "plain", **sections)
+    assert not calls
+    checkpointed = _run(tmp_path, "ckpt", model={"gradient_checkpointing": True}, **sections)
+    assert calls
+    for key in ("loss", "grad_norm", "reward/mean"):
+        assert [m[key] for m in checkpointed] == pytest.approx([m[key] for m in plain], rel=1e-5, abs=1e-9), key
+
+
+def test_bfloat16_transformer_trains_with_fp32_step_math(tmp_path: Path, sfumato_home: Path) -> None:
+    metrics = _run(
+        tmp_path, "bf16", model={"dtype": "bfloat16"}, algorithm={"total_steps": 2, "sampling_steps": 4},
+        samples={"count": 0}, checkpoint={"every": 0},
+    )
+    assert metrics[0]["ratio/max_abs_dev"] == 0.0
+    assert all(math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["grad_norm"] > 0 for m in metrics)
+
+
+def test_rollout_images_are_posted_as_train_samples_with_their_rewards(
+    tmp_path: Path, sfumato_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainer.reporting.reporter import Reporter
+
+    posted: list[tuple[int, str, int, float | None]] = []
+
+    def record(self: Reporter, step: int, kind: str, prompt: str, seed: int, reward: float | None, png: bytes) -> None:
+        posted.append((step, kind, seed, reward))
+
+    monkeypatch.setattr(Reporter, "sample", record)
+    _run(tmp_path, "train", algorithm={"total_steps": 2, "sampling_steps": 4}, samples={"every": 2, "count": 1},
+         checkpoint={"every": 0})
+    train = [p for p in posted if p[1] == "train"]
+    assert [(step, seed) for step, _, seed, _ in train] == [(2, 0), (2, 1), (2, 2), (2, 3)]
+    assert all(reward is not None for *_, reward in train)
+    assert len(list((tmp_path / "train" / "samples" / "step-2" / "train").glob("*.png"))) == 4
