@@ -47,3 +47,10 @@ bench-executors: install
 SFUMATO_BENCH_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 bench-web: install
 	SFUMATO_BENCH_POSTGRES_URL=$(SFUMATO_BENCH_POSTGRES_URL) $(PY) bench/web.py
+
+# The platform against its speed targets (ingestion, reads, dispatch, reporting overhead, API under load): a real
+# server, worker and scheduler on a fresh PostgreSQL database (dropped afterwards) and Redis; bench/results/platform.md.
+SFUMATO_BENCH_REDIS_URL ?= redis://127.0.0.1:6379/0
+bench-platform: install
+	SFUMATO_BENCH_POSTGRES_URL=$(SFUMATO_BENCH_POSTGRES_URL) SFUMATO_BENCH_REDIS_URL=$(SFUMATO_BENCH_REDIS_URL) \
+		$(PY) bench/platform.py

@@ -1,0 +1,792 @@
+"""``make bench-platform``: the platform's speed against its targets, on PostgreSQL and Redis.
+
+Creates a fresh PostgreSQL database (dropped at the end), migrates it, and starts the real server
+(`python -m server.cli server`: uvicorn, uvloop, orjson) as a subprocess; later the Celery worker
+(threads pool) and the scheduler, both on Redis. Then it measures, each figure the median of
+several runs:
+
+1. ingestion: 1, 4 and 16 trainers (asyncio httpx clients, one job each) post batches of 100
+   steps x 50 keys over HTTP for a few seconds; every 4th batch is sent twice (an idempotent
+   re-send), and the re-sends' latency is compared with first sends';
+2. reads: a job with 10,000,000 points (50 keys x 200,000 steps, bulk-loaded in the database),
+   5 keys (1,000,000 points) to 2,000 buckets per key (min/max/last, max_points=30,000), the
+   same at a chart's width (max_points=2,000), and the compare figure: 8 jobs x 4 keys, one
+   request per job, one after the other;
+3. dispatch: POST /api/v1/jobs to the job's `running` event (the worker has started the
+   trainer process), on an idle worker, scheduler at its default interval;
+4. reporting: the tiny model's step time with the trainer's reporter on and off (50 keys per
+   step, progress, a sample every 10 steps), alternating blocks of steps in one process;
+5. API under load: GET /api/v1/jobs and the job page (/jobs/{id}, HTML) alternately, open loop
+   at 200 requests/s from an asyncio httpx client on loopback; latency counts from each
+   request's scheduled start, so a slow server cannot slow the generator down.
+
+Prints a table, writes bench/results/platform.md and platform.json. Asserts nothing.
+
+    SFUMATO_BENCH_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres \
+    SFUMATO_BENCH_REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/platform.py
+"""
+
+# ruff: noqa: E402 - the imports follow the sys.path fix below
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named like the standard library's `platform`, which uuid and others import: run as a
+# script, its folder must not shadow it.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import httpx
+import orjson
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.db import make_engine
+from server.migrate import upgrade
+from server.models import Job
+from server.services.auth import ensure_admin
+from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
+
+DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+RESULTS = REPO / "bench" / "results"
+SPEC = json.loads((REPO / "examples" / "tiny-native.json").read_text())
+
+KEYS = 50
+BATCH_STEPS = 100  # a trainer's batch: 100 steps x 50 keys = 5,000 points
+RESEND_EVERY = 4
+BIG_STEPS = 200_000  # 50 keys x 200,000 steps = 10,000,000 points
+COMPARE_KEYS = 4
+READ_KEYS = 5  # 5 x 200,000 = 1,000,000 points
+BUCKETS = 2_000
+
+
+@dataclass
+class Figure:
+    section: str
+    name: str
+    value: float
+    unit: str
+    target: str
+    meets: bool | None
+    runs: list[float] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Bench:
+    url: str
+    token: str
+    database_url: str
+    engine: Engine
+    home: Path
+    env: dict[str, str]
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    figures: list[Figure] = field(default_factory=list)
+
+    def start(self, name: str, argv: list[str]) -> None:
+        log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        self.procs[name] = subprocess.Popen(
+            argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
+
+    def add(self, figure: Figure) -> None:
+        self.figures.append(figure)
+        verdict = {True: "meets", False: "MISSES", None: "-"}[figure.meets]
+        print(f"  {figure.name}: {figure.value:,.1f} {figure.unit} (target {figure.target}) {verdict} {figure.note}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout:g} s")
+
+
+def submit(bench: Bench, name: str, total_steps: int = 10) -> int:
+    spec = {**SPEC, "name": name, "algorithm": {**SPEC["algorithm"], "total_steps": total_steps}}
+    with bench.client() as http:
+        response = http.post("/api/v1/jobs", json=spec)
+    response.raise_for_status()
+    return int(response.json()["id"])
+
+
+def running_job(bench: Bench, name: str) -> tuple[int, str]:
+    """A job as a trainer sees it: `running`, with a job token (set in the database, no worker involved)."""
+    job_id = submit(bench, name)
+    raw = new_token(JOB_TOKEN_PREFIX)
+    with Session(bench.engine) as session:
+        job = session.get_one(Job, job_id)
+        job.status, job.attempt, job.token_hash = "running", 1, hash_token(raw)
+        session.commit()
+    return job_id, raw
+
+
+def finish_jobs(bench: Bench, job_ids: list[int]) -> None:
+    with Session(bench.engine) as session:
+        for job_id in job_ids:
+            job = session.get_one(Job, job_id)
+            job.status, job.token_hash, job.attempt = "succeeded", None, max(job.attempt, 1)
+        session.commit()
+
+
+def key_names(count: int) -> list[str]:
+    fixed = ["reward/mean", "reward/std", "loss", "kl", "clip_frac", "grad_norm", "time/step", "memory/peak_bytes"]
+    return (fixed + [f"executor/metric_{i:02d}" for i in range(count)])[:count]
+
+
+# --- 1. ingestion ------------------------------------------------------------------------------------
+
+
+def batch_body(attempt: int, seq: int, first_step: int, keys: list[str], rng: random.Random) -> bytes:
+    now = time.time()
+    steps = [
+        {"step": s, "wall_time": now, "values": {k: rng.random() for k in keys}}
+        for s in range(first_step, first_step + BATCH_STEPS)
+    ]
+    return orjson.dumps({"attempt": attempt, "seq": seq, "steps": steps})
+
+
+async def trainer_client(url: str, job_id: int, token: str, seconds: float, first_step: int) -> dict[str, Any]:
+    """One trainer posting batches back to back; every RESEND_EVERY-th batch is sent a second time."""
+    keys = key_names(KEYS)
+    rng = random.Random(job_id)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    stored = 0
+    first_sends: list[float] = []
+    resends: list[float] = []
+    restored = 0
+    errors = 0
+    seq = 0
+    step = first_step
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            seq += 1
+            body = batch_body(1, seq, step, keys, rng)
+            step += BATCH_STEPS
+            sends = 2 if seq % RESEND_EVERY == 0 else 1
+            for n in range(sends):
+                started = time.perf_counter()
+                response = await http.post(f"/api/v1/ingest/{job_id}/metrics", content=body)
+                elapsed = time.perf_counter() - started
+                if response.status_code != 200:
+                    errors += 1
+                    continue
+                if n == 0:
+                    stored += response.json()["stored"]
+                    first_sends.append(elapsed)
+                else:
+                    restored += response.json()["stored"]
+                    resends.append(elapsed)
+    return {
+        "stored": stored,
+        "first": first_sends,
+        "resend": resends,
+        "restored": restored,
+        "errors": errors,
+        "next_step": step,
+    }
+
+
+def bench_ingestion(bench: Bench, clients: list[int], runs: int, seconds: float) -> None:
+    print(f"1. ingestion ({runs} runs of {seconds:g} s per level; load {load_average()})")
+    jobs = [running_job(bench, f"ingest-{i}") for i in range(max(clients))]
+    next_step = dict.fromkeys((job_id for job_id, _ in jobs), 0)
+    # Warm-up: connections, plans, the server's first requests.
+    asyncio.run(_ingest_round(bench.url, jobs[:2], 1.0, next_step))
+    for count in clients:
+        cpu_before = platform_cpu_seconds(bench)
+        stored_total = 0
+        rates: list[float] = []
+        first: list[float] = []
+        resend: list[float] = []
+        restored = errors = 0
+        for _ in range(runs):
+            started = time.perf_counter()
+            results = asyncio.run(_ingest_round(bench.url, jobs[:count], seconds, next_step))
+            elapsed = time.perf_counter() - started
+            rates.append(sum(r["stored"] for r in results) / elapsed)
+            stored_total += sum(r["stored"] for r in results)
+            first += [t for r in results for t in r["first"]]
+            resend += [t for r in results for t in r["resend"]]
+            restored += sum(r["restored"] for r in results)
+            errors += sum(r["errors"] for r in results)
+        median_first = statistics.median(first) * 1000
+        median_resend = statistics.median(resend) * 1000 if resend else math.nan
+        cpu_per_point = (platform_cpu_seconds(bench) - cpu_before) / max(1, stored_total)
+        note = (
+            f"batch {BATCH_STEPS * KEYS:,} points: first send {median_first:.0f} ms, re-send {median_resend:.0f} ms "
+            f"(median), re-sends stored {restored}, errors {errors}; server + PostgreSQL CPU "
+            f"{cpu_per_point * 1e6:.1f} µs/point, i.e. at most {(os.cpu_count() or 1) / cpu_per_point:,.0f} points/s "
+            "with every core free"
+        )
+        bench.add(
+            Figure(
+                "ingestion",
+                f"{count} client{'s' if count > 1 else ''}: points stored/s",
+                statistics.median(rates),
+                "points/s",
+                "≥ 250,000",
+                statistics.median(rates) >= 250_000 and errors == 0,
+                rates,
+                note,
+            )
+        )
+        bench.add(
+            Figure(
+                "ingestion",
+                f"{count} client{'s' if count > 1 else ''}: re-send / first-send latency",
+                median_resend / median_first,
+                "x",
+                "≤ 1.0",
+                median_resend <= median_first and restored == 0,
+                [],
+                "",
+            )
+        )
+    finish_jobs(bench, [job_id for job_id, _ in jobs])
+
+
+def platform_cpu_seconds(bench: Bench) -> float:
+    """CPU seconds used so far by the server process and the PostgreSQL backends serving the bench database."""
+    with bench.engine.connect() as conn:
+        pids = list(conn.execute(text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).scalars())
+    return sum(process_cpu_seconds(pid) for pid in [bench.procs["server"].pid, *pids])
+
+
+def process_cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """utime + stime of a process (or one of its threads) from /proc; 0 when it has ended."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:  # the process ended (a backend whose connection closed)
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _ingest_round(
+    url: str, jobs: list[tuple[int, str]], seconds: float, next_step: dict[int, int]
+) -> list[dict[str, Any]]:
+    results = await asyncio.gather(
+        *(trainer_client(url, job_id, token, seconds, next_step[job_id]) for job_id, token in jobs)
+    )
+    for (job_id, _), result in zip(jobs, results, strict=True):
+        next_step[job_id] = result["next_step"]
+    return list(results)
+
+
+# --- 2. reads ----------------------------------------------------------------------------------------
+
+
+def bulk_load(bench: Bench, job_id: int, keys: list[str], steps: int) -> None:
+    """Points generated inside PostgreSQL, one statement per key in step order (a trending noisy curve,
+    with one spike up and one down per key, so extremes are there to keep)."""
+    raw = bench.engine.raw_connection()
+    try:
+        with raw.cursor() as cursor:
+            for index, key in enumerate(keys):
+                cursor.execute(
+                    "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
+                    "SELECT %s, %s, s, 1, "
+                    "  CASE WHEN s = %s THEN 1000.0 WHEN s = %s THEN -1000.0 "
+                    "       ELSE sin(s / 5000.0 + %s) + random() * 0.1 END, "
+                    "  1.7e9 + s, false FROM generate_series(0, %s - 1) AS s",
+                    (job_id, key, (index * 7919) % steps, (index * 104729) % steps, index, steps),
+                )
+            cursor.execute("ANALYZE metrics")
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def timed_get(http: httpx.Client, path: str, runs: int) -> tuple[list[float], int]:
+    http.get(path).raise_for_status()  # warm-up
+    times: list[float] = []
+    size = 0
+    for _ in range(runs):
+        started = time.perf_counter()
+        response = http.get(path)
+        times.append((time.perf_counter() - started) * 1000)
+        response.raise_for_status()
+        size = len(response.content)
+    return times, size
+
+
+def bench_reads(bench: Bench, runs: int, big_steps: int, compare_steps: int) -> int:
+    keys = key_names(KEYS)
+    big = submit(bench, "big-10M")
+    others = [submit(bench, f"compare-{i}") for i in range(7)]
+    finish_jobs(bench, [big, *others])
+    started = time.perf_counter()
+    bulk_load(bench, big, keys, big_steps)
+    for job_id in others:
+        bulk_load(bench, job_id, keys[:COMPARE_KEYS], compare_steps)
+    loaded = KEYS * big_steps + 7 * COMPARE_KEYS * compare_steps
+    seconds = time.perf_counter() - started
+    print(f"2. reads (loaded {loaded:,} points in {seconds:.0f} s, {loaded / seconds:,.0f}/s; load {load_average()})")
+    read_keys = ",".join(keys[:READ_KEYS])
+    with bench.client() as http:
+        path = f"/api/v1/jobs/{big}/metrics?keys={read_keys}&max_points={BUCKETS * 3 * READ_KEYS}"
+        times, size = timed_get(http, path, runs)
+        bench.add(
+            Figure(
+                "reads",
+                f"{READ_KEYS * big_steps:,} points → {BUCKETS:,} buckets/key (min/max/last)",
+                statistics.median(times),
+                "ms",
+                "≤ 50",
+                statistics.median(times) <= 50,
+                times,
+                f"{READ_KEYS} keys of a {KEYS * big_steps:,}-point job, response {size / 1024:.0f} KiB",
+            )
+        )
+        times, size = timed_get(http, f"/api/v1/jobs/{big}/metrics?keys={read_keys}&max_points={BUCKETS}", runs)
+        bench.add(
+            Figure(
+                "reads",
+                f"{READ_KEYS * big_steps:,} points → {BUCKETS:,} steps (a chart's width)",
+                statistics.median(times),
+                "ms",
+                "-",
+                None,
+                times,
+                f"response {size / 1024:.0f} KiB",
+            )
+        )
+        compare_keys = ",".join(keys[:COMPARE_KEYS])
+        totals: list[float] = []
+        for _ in range(runs + 1):
+            started = time.perf_counter()
+            for job_id in [big, *others]:
+                http.get(f"/api/v1/jobs/{job_id}/metrics?keys={compare_keys}&max_points=1000").raise_for_status()
+            totals.append((time.perf_counter() - started) * 1000)
+        totals = totals[1:]
+        bench.add(
+            Figure(
+                "reads",
+                "compare: 8 jobs x 4 keys (8 requests in a row)",
+                statistics.median(totals),
+                "ms",
+                "≤ 200",
+                statistics.median(totals) <= 200,
+                totals,
+                f"{COMPARE_KEYS * big_steps:,} + 7 x {COMPARE_KEYS * compare_steps:,} points, max_points=1000",
+            )
+        )
+        times, _ = timed_get(http, f"/api/v1/jobs/{big}/metrics/keys", runs)
+        bench.add(
+            Figure(
+                "reads",
+                "metric keys of the 10M-point job",
+                statistics.median(times),
+                "ms",
+                "-",
+                None,
+                times,
+            )
+        )
+    return big
+
+
+# --- 3. dispatch ---------------------------------------------------------------------------------------
+
+
+def start_worker(bench: Bench) -> None:
+    host = bench.env["SFUMATO_WORKER_HOSTNAME"]
+    bench.start(
+        "worker",
+        [
+            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--pool", "threads",
+            "--concurrency", "2", "--queues", f"host.{host}", "--hostname", f"{host}@%h",
+            "--without-gossip", "--without-mingle", "--loglevel", "warning",
+        ],
+    )  # fmt: skip
+    bench.start("scheduler", [sys.executable, "-m", "server.cli", "scheduler"])
+    deadline = time.monotonic() + 90
+    with bench.client() as http:
+        while time.monotonic() < deadline:
+            hosts = http.get("/api/v1/hosts").json()["items"]
+            if any(h["name"] == host and h["status"] == "online" for h in hosts):
+                return
+            time.sleep(0.3)
+    raise RuntimeError("the worker's host did not come online")
+
+
+def running_event_at(bench: Bench, job_id: int) -> float | None:
+    with bench.engine.connect() as conn:
+        at = conn.execute(
+            text("SELECT min(created_at) FROM job_events WHERE job_id = :id AND status = 'running'"), {"id": job_id}
+        ).scalar()
+    return None if at is None else at.replace(tzinfo=UTC).timestamp()
+
+
+def bench_dispatch(bench: Bench, runs: int) -> None:
+    print(f"3. dispatch ({runs} jobs one at a time; load {load_average()})")
+    start_worker(bench)
+    latencies: list[float] = []
+    with bench.client() as http:
+        for i in range(runs + 1):
+            spec = {**SPEC, "name": f"dispatch-{i}", "algorithm": {**SPEC["algorithm"], "total_steps": 1000}}
+            posted = time.time()
+            response = http.post("/api/v1/jobs", json=spec)
+            response.raise_for_status()
+            job_id = int(response.json()["id"])
+            deadline = time.monotonic() + 60
+            running = None
+            while running is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                running = running_event_at(bench, job_id)
+            if running is None:
+                raise RuntimeError(f"job {job_id} did not start within 60 s")
+            if i > 0:  # the first one warms the worker up
+                latencies.append((running - posted) * 1000)
+            http.post(f"/api/v1/jobs/{job_id}/cancel").raise_for_status()
+            while http.get(f"/api/v1/jobs/{job_id}").json()["status"] not in ("cancelled", "failed", "succeeded"):
+                time.sleep(0.1)
+            time.sleep(1.0)  # the worker is idle again
+    p50 = statistics.median(latencies)
+    p95 = percentile(latencies, 95)
+    note = "POST /api/v1/jobs → the job's `running` event (trainer process started)"
+    bench.add(Figure("dispatch", "submit → running, p50", p50, "ms", "≤ 1,000", p50 <= 1000, latencies, note))
+    bench.add(Figure("dispatch", "submit → running, p95", p95, "ms", "≤ 2,000", p95 <= 2000, latencies))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
+    return ordered[rank]
+
+
+# --- 4. reporting overhead --------------------------------------------------------------------------
+
+
+def bench_reporting(bench: Bench, steps: int) -> None:
+    print(f"4. reporting overhead ({steps} steps; load {load_average()})")
+    job_id, token = running_job(bench, "reporting")
+    out = bench.home / "reporting.json"
+    env = {
+        **bench.env,
+        "SFUMATO_API_URL": bench.url,
+        "SFUMATO_JOB_ID": str(job_id),
+        "SFUMATO_JOB_ATTEMPT": "1",
+        "SFUMATO_JOB_TOKEN": token,
+    }
+    argv = [sys.executable, str(Path(__file__).resolve()), "--reporting-child", str(out), "--steps", str(steps)]
+    subprocess.run(argv, env=env, cwd=REPO, check=True, timeout=1800, stdout=subprocess.DEVNULL)
+    result = json.loads(out.read_text())
+    with bench.engine.connect() as conn:
+        stored = conn.execute(text("SELECT count(*) FROM metrics WHERE job_id = :id"), {"id": job_id}).scalar_one()
+    on, off = result["on"], result["off"]
+    overhead = (statistics.median(on) / statistics.median(off) - 1) * 100
+    note = (
+        f"median step {statistics.median(off) * 1000:.1f} ms off, {statistics.median(on) * 1000:.1f} ms on; "
+        f"reporter CPU (calls + its thread) {result['cpu_share'] * 100:.2f}% of the steps' time; "
+        f"{stored:,} points stored"
+    )
+    bench.add(Figure("reporting", "step time, reporting on vs off", overhead, "%", "≤ 0.5", overhead <= 0.5, [], note))
+
+
+def reporting_child(out: Path, steps: int) -> None:
+    """Train the tiny model; alternate blocks of 5 steps with the reporter's calls and without them."""
+    import torch
+
+    from trainer.algorithms.registry import make_algorithm
+    from trainer.distributed import init_distributed
+    from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
+    from trainer.job import TrainingJob
+    from trainer.layout import step_batch
+    from trainer.models.builtin_tiny import ensure_builtin_tiny
+    from trainer.models.loading import load_family
+    from trainer.prompts import load_prompts
+    from trainer.reporting.reporter import Reporter
+    from trainer.rewards.registry import WeightedReward
+    from trainer.run import load_spec, step_metrics, to_png
+    from trainer.sampling.schedule import shifted_sigmas
+
+    home = Path(os.environ["SFUMATO_HOME"])
+    cached = ensure_builtin_tiny(Path.home() / ".cache" / "sfumato" / "builtin-tiny-sd3")
+    (home / cached.name).symlink_to(cached, target_is_directory=True)
+    spec_path = home / "reporting-spec.json"
+    spec_path.write_text(json.dumps(SPEC))
+    spec = load_spec(spec_path)
+    dist = init_distributed("cpu")
+    family = load_family(spec.model, dist.device)
+    algorithm = make_algorithm(spec.algorithm, shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift), 0)
+    job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
+    executor = make_executor(spec.executor.name, job)
+    pool = load_prompts(spec.prompts.source)
+    output_dir = home / "reporting-run"
+    output_dir.mkdir(exist_ok=True)
+    reporter = Reporter.from_environment(output_dir)
+    png = to_png(torch.rand(3, 64, 64))
+    extra = [f"executor/metric_{i:02d}" for i in range(KEYS)]
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    call_seconds = 0.0
+    algo = spec.algorithm
+    layout = EXECUTOR_CLASSES[spec.executor.name].layout
+    for step in range(1, steps + 1):
+        reporting = (step // 5) % 2 == 0  # blocks of 5 steps, on from each 10th step (which sends the sample)
+        started = time.perf_counter()
+        batch = step_batch(pool, step, 0, algo.prompts_per_step, algo.group_size, 0, 1, layout)
+        result = executor.train_step(batch)
+        metrics = step_metrics(result, job, dist, time.perf_counter() - started)
+        for key in extra[: max(0, KEYS - len(metrics))]:
+            metrics[key] = float(step)
+        if reporting:
+            called = time.perf_counter()
+            reporter.metrics(step, metrics)
+            reporter.progress(step, steps, metrics["reward/mean"], metrics["throughput/samples_per_s"])
+            reporter.print(f"step {step}/{steps} reward {metrics['reward/mean']:.4f}")
+            if step % 10 == 0:
+                reporter.sample(step, "eval", "a red apple", 0, 0.5, png)
+            call_seconds += time.perf_counter() - called
+        if step >= 10:  # the first steps warm up
+            times["on" if reporting else "off"].append(time.perf_counter() - started)
+    thread_cpu = reporter_thread_cpu()
+    reporter.close()
+    out.write_text(json.dumps({**times, "cpu_share": (call_seconds + thread_cpu) / sum(times["on"])}))
+
+
+def reporter_thread_cpu() -> float:
+    """CPU seconds of the reporter's background thread."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("sfumato-reporter") and thread.native_id:
+            return process_cpu_seconds(os.getpid(), thread.native_id)
+    return 0.0
+
+
+# --- 5. API under load ----------------------------------------------------------------------------
+
+
+async def open_loop(url: str, token: str, paths: list[str], rate: float, seconds: float) -> dict[str, Any]:
+    """Requests at fixed start times (rate per second); latency from the scheduled start to the last byte."""
+    latencies: dict[str, list[float]] = {p: [] for p in paths}
+    errors: list[str] = []
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as http:
+        page = await http.get("/login")
+        csrf = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+        assert csrf, "no CSRF token on the login page"
+        login = await http.post("/login", data={"token": token, "csrf_token": csrf.group(1)})
+        assert login.status_code in (200, 303), login.status_code
+        http.headers["Authorization"] = f"Bearer {token}"
+
+        async def one(path: str, at: float) -> None:
+            try:
+                response = await http.get(path)
+                if response.status_code != 200:
+                    errors.append(f"{path}: {response.status_code}")
+            except httpx.HTTPError as exc:
+                errors.append(f"{path}: {type(exc).__name__}")
+            latencies[path].append((time.perf_counter() - at) * 1000)
+
+        count = int(rate * seconds)
+        start = time.perf_counter() + 0.1
+        tasks = []
+        for i in range(count):
+            at = start + i / rate
+            delay = at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(paths[i % len(paths)], at)))
+        await asyncio.gather(*tasks)
+    return {"latencies": latencies, "errors": errors}
+
+
+def bench_load(bench: Bench, job_id: int, rate: float, seconds: float) -> None:
+    print(f"5. API under load ({rate:g} requests/s for {seconds:g} s; load {load_average()})")
+    paths = ["/api/v1/jobs", f"/jobs/{job_id}"]
+    asyncio.run(open_loop(bench.url, bench.token, paths, 20, 1.0))  # warm-up
+    result = asyncio.run(open_loop(bench.url, bench.token, paths, rate, seconds))
+    every = [t for values in result["latencies"].values() for t in values]
+    errors = result["errors"]
+    parts = ", ".join(
+        f"{p} p50 {statistics.median(v):.0f} / p99 {percentile(v, 99):.0f} ms" for p, v in result["latencies"].items()
+    )
+    note = f"{len(every):,} requests, {len(errors)} errors ({parts}); asyncio httpx open loop"
+    p99 = percentile(every, 99)
+    bench.add(Figure("load", "jobs list + job page: p99", p99, "ms", "≤ 100", p99 <= 100 and not errors, [], note))
+    bench.add(Figure("load", "errors", float(len(errors)), "", "0", not errors, [], "; ".join(errors[:5])))
+
+
+# --- report -------------------------------------------------------------------------------------------
+
+
+def write_report(bench: Bench, args: argparse.Namespace, loads: list[str]) -> str:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# make bench-platform",
+        "",
+        f"Real server (`python -m server.cli server`, uvicorn) on PostgreSQL with Redis, {os.uname().nodename}, "
+        f"{os.cpu_count()} CPUs, {when}. Load average (1/5/15 min) at each section's start: "
+        + "; ".join(loads)
+        + ". Each figure is the median of the runs listed in platform.json.",
+        "",
+        "| Section | Figure | Measured | Target | Verdict | Notes |",
+        "|---|---|---:|---:|---|---|",
+    ]
+    for f in bench.figures:
+        verdict = {True: "meets", False: "MISSES", None: "-"}[f.meets]
+        value = f"{f.value:,.2f}" if f.unit in ("x", "%") else f"{f.value:,.0f}"
+        lines.append(f"| {f.section} | {f.name} | {value} {f.unit} | {f.target} | {verdict} | {f.note} |")
+    markdown = "\n".join(lines) + "\n"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "platform.md").write_text(markdown)
+    payload = {
+        "when": when,
+        "cpus": os.cpu_count(),
+        "load_average": loads,
+        "args": vars(args),
+        "figures": [f.__dict__ for f in bench.figures],
+    }
+    (RESULTS / "platform.json").write_text(json.dumps(payload, indent=1))
+    return markdown
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="ingest,reads,dispatch,reporting,load")
+    parser.add_argument("--runs", type=int, default=5, help="runs per figure")
+    parser.add_argument("--ingest-seconds", type=float, default=6.0)
+    parser.add_argument("--big-steps", type=int, default=BIG_STEPS)
+    parser.add_argument("--compare-steps", type=int, default=BIG_STEPS)
+    parser.add_argument("--dispatch-runs", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=70, help="tiny-model steps of the reporting run")
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--load-seconds", type=float, default=60.0)
+    parser.add_argument("--reporting-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reporting_child:
+        reporting_child(args.reporting_child, args.steps)
+        return
+    sections = set(args.sections.split(","))
+    server_url = os.environ.get("SFUMATO_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    redis_url = os.environ.get("SFUMATO_BENCH_REDIS_URL", DEFAULT_REDIS)
+    loads = [f"start {load_average()}"]
+    home = Path(tempfile.mkdtemp(prefix="sfumato-bench-"))
+    with fresh_database(server_url) as database_url:
+        upgrade(database_url)
+        token = "sfu_" + secrets.token_urlsafe(24)
+        engine = make_engine(database_url)
+        with Session(engine) as session:
+            ensure_admin(session, Settings(database_url=database_url, admin_token=token))
+        port = free_port()
+        env = {
+            **os.environ,
+            "SFUMATO_HOME": str(home),
+            "SFUMATO_DATABASE_URL": database_url,
+            "SFUMATO_BROKER_URL": redis_url,
+            "SFUMATO_PUBLIC_URL": f"http://127.0.0.1:{port}",
+            "SFUMATO_ADMIN_TOKEN": token,
+            "SFUMATO_WORKER_HOSTNAME": f"bench-{uuid.uuid4().hex[:8]}",
+            "SFUMATO_WORKER_CPU_SLOTS": "2",
+            "SFUMATO_CANCEL_GRACE_SECONDS": "2",
+            "SFUMATO_WORKER_METRICS_PORT": "0",
+        }
+        bench = Bench(f"http://127.0.0.1:{port}", token, database_url, engine, home, env)
+        try:
+            bench.start("server", [sys.executable, "-m", "server.cli", "server", "--port", str(port)])
+            wait_http(f"{bench.url}/api/v1/health")
+            finish_jobs(bench, [submit(bench, f"history-{i}") for i in range(100)])  # a realistic jobs list
+            big = 0
+            if "ingest" in sections:
+                loads.append(f"ingestion {load_average()}")
+                bench_ingestion(bench, [1, 4, 16], args.runs, args.ingest_seconds)
+            if "reads" in sections:
+                loads.append(f"reads {load_average()}")
+                big = bench_reads(bench, args.runs, args.big_steps, args.compare_steps)
+            if "dispatch" in sections:
+                loads.append(f"dispatch {load_average()}")
+                bench_dispatch(bench, args.dispatch_runs)
+            if "reporting" in sections:
+                loads.append(f"reporting {load_average()}")
+                bench_reporting(bench, args.steps)
+            if "load" in sections:
+                loads.append(f"load {load_average()}")
+                bench_load(bench, big or 1, args.rate, args.load_seconds)
+            loads.append(f"end {load_average()}")
+        finally:
+            bench.stop()
+            engine.dispose()
+            shutil.rmtree(home, ignore_errors=True)
+    print()
+    print(write_report(bench, args, loads))
+
+
+if __name__ == "__main__":
+    main()
