@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server.api.responses import OrjsonResponse
@@ -48,6 +49,13 @@ async def _service_error(_request: Request, exc: Exception) -> OrjsonResponse:
     return OrjsonResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
 
 
+async def _unstorable(_request: Request, exc: Exception) -> OrjsonResponse:
+    """A value the database refuses (a NUL character in text on PostgreSQL, a number out of range) came from
+    the request: a 422, not a crash."""
+    log.info("database refused a value of the request: %s", exc)
+    return OrjsonResponse({"detail": "a value in the request cannot be stored (a NUL character, or out of range)"}, 422)
+
+
 async def _crash(request: Request, exc: Exception) -> OrjsonResponse:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return OrjsonResponse({"detail": "internal server error"}, status_code=500)
@@ -57,4 +65,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ServiceError, _service_error)
+    app.add_exception_handler(DataError, _unstorable)
     app.add_exception_handler(Exception, _crash)

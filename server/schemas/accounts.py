@@ -17,7 +17,12 @@ MAX_TOKEN_DAYS = 3650
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=100, description="what the token is for, e.g. ci-nightly")
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="what the token is for, e.g. ci-nightly",
+    )
     scope: TokenScope = Field("write", description="read (look only) or write (submit, cancel, ...)")
     expires_at: datetime | None = Field(None, description="when it stops working (UTC when no offset is given)")
     expires_in_days: int | None = Field(

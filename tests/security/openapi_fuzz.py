@@ -26,7 +26,7 @@ from types import ModuleType
 
 import httpx
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import APIOperation, GenerationMode
 from sqlalchemy.orm import Session
@@ -174,6 +174,7 @@ def _fuzz_operation(
         database=None,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
     )
     def run(case: schemathesis.Case) -> None:
         _check(report, label, case.call(base_url=server.url, headers=headers, timeout=30))
@@ -217,8 +218,8 @@ def main() -> int:
         for failure in report.failures[:50]:
             print("FAIL", failure)
         print(f"fuzz: {report.summary()} in {elapsed:.0f} s")
-        if report.failures:
-            print(server.log.read_text()[-5000:])
+        for trace in server.log.read_text().split("Traceback (most recent call last):")[1:4]:
+            print("server traceback:", trace[-3000:])
     return 1 if report.failures else 0
 
 
