@@ -56,7 +56,7 @@ def run_two_rank_job_and_cancel_another(platform: Platform) -> None:
     cancelled = platform.wait_status(long_id, ("cancelled", "succeeded", "failed"), timeout=30)
     assert cancelled["status"] == "cancelled"
     assert cancelled["step"] < 1000
-    platform.wait_for("the trainer processes to exit", lambda: not trainer_processes(run_folder), timeout=10)
+    platform.wait_for("the trainer processes to exit", lambda: not trainer_processes(run_folder), timeout=30)
 
     done = platform.wait_status(job_id, ("succeeded", "failed", "cancelled"), timeout=180)
     assert done["status"] == "succeeded", f"{done['error']}\n{platform.output()}"
