@@ -17,9 +17,10 @@ loss); t_fix is the measured reward phase plus one optimizer step. Predicted ste
 - digenrl         max(g, h) + min(g, h)/M + t_sync, g = groups·T·F(G) + reward, h = units·⌈K/tsb⌉·(F_g + B)(tsb)
 
 where n is the rank's sample count, B = n rows, G the group size, M the units per step.
-Multi-rank rows add the executor's measured sync time. Peak memory is the largest live-tensor
-total above the step's start, from the torch profiler's allocation records (profile_memory),
-over one extra untimed step per executor; the maximum over ranks.
+Multi-rank rows add the executor's measured sync time. Every rank runs one CPU thread.
+Peak memory is the largest live-tensor total above the step's start, from the torch
+profiler's allocation records (profile_memory), over one extra untimed step per executor;
+the maximum over ranks.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     specs = {name: spec_for(spec, name) for name in names}
     quiet_libraries()
     distributed = init_distributed(spec.resources.device_type)
+    torch.set_num_threads(1)  # like torchrun's ranks: a tiny model gains nothing from threads, and drifts less
     algo = spec.algorithm
     for name in names:
         problem = layout_error(algo.prompts_per_step, algo.group_size, distributed.world_size,
