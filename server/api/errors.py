@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DataError
@@ -66,4 +67,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(DataError, _unstorable)
+    app.add_exception_handler(psycopg.DataError, _unstorable)  # raised bare by the COPY path of metric ingestion
     app.add_exception_handler(Exception, _crash)
