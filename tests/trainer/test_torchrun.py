@@ -41,13 +41,17 @@ def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["flow-grpo-fast", "dance-grpo", "flash-grpo"])
-def test_every_algorithm_example_trains_two_steps_on_two_ranks(
-    example: str, tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+@pytest.mark.parametrize("example", ["flash-grpo", "tiny-flux", "tiny-wan"])
+def test_each_family_trains_two_steps_on_two_ranks(
+    example: str, tmp_path: Path, sfumato_home: Path, tiny_family_dirs: dict[str, Path]
 ) -> None:
+    """One torchrun run per family (sd3 with flash_grpo, flux with flow_grpo_fast, wan with
+    dance_grpo; sd3 with flow_grpo above); test_families.py runs every other pair in one process."""
     spec = json.loads((REPO / "examples" / f"{example}.json").read_text())
     spec.update(samples={"every": 2, "count": 1}, checkpoint={"every": 0})
-    spec["algorithm"]["total_steps"] = 2
+    spec["algorithm"].update(total_steps=2, sampling_steps=4)
+    spec["algorithm"].pop("train_timesteps", None)
+    spec["algorithm"].pop("window_size", None)
     spec["resources"]["devices"] = 2
     result = torchrun(tmp_path, sfumato_home, spec)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
