@@ -13,8 +13,9 @@ from server.config import get_settings
 
 # Connections per process. The server runs no more sync handlers at once than this (server.main), so a
 # request waits for a thread, never for a connection: a burst queues instead of failing on the pool's timeout.
-POOL_SIZE = 10
-POOL_OVERFLOW = 20
+# Kept open: 16 trainers posting at once must not open and close a connection per request.
+POOL_SIZE = 20
+POOL_OVERFLOW = 10
 POOL_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW
 
 
