@@ -268,7 +268,7 @@ def bench_ingestion(bench: Bench, clients: list[int], runs: int, seconds: float)
     # Warm-up: connections, plans, the server's first requests.
     asyncio.run(_ingest_round(bench.url, jobs[:2], 1.0, next_step))
     for count in clients:
-        cpu_before = platform_cpu_seconds(bench)
+        cpu_before = platform_cpu(bench)
         stored_total = 0
         rates: list[float] = []
         first: list[float] = []
@@ -286,7 +286,7 @@ def bench_ingestion(bench: Bench, clients: list[int], runs: int, seconds: float)
             errors += sum(r["errors"] for r in results)
         median_first = statistics.median(first) * 1000
         median_resend = statistics.median(resend) * 1000 if resend else math.nan
-        cpu_per_point = (platform_cpu_seconds(bench) - cpu_before) / max(1, stored_total)
+        cpu_per_point = cpu_since(bench, cpu_before) / max(1, stored_total)
         note = (
             f"batch {BATCH_STEPS * KEYS:,} points: first send {median_first:.0f} ms, re-send {median_resend:.0f} ms "
             f"(median), re-sends stored {restored}, errors {errors}; server + PostgreSQL CPU "
@@ -320,11 +320,16 @@ def bench_ingestion(bench: Bench, clients: list[int], runs: int, seconds: float)
     finish_jobs(bench, [job_id for job_id, _ in jobs])
 
 
-def platform_cpu_seconds(bench: Bench) -> float:
-    """CPU seconds used so far by the server process and the PostgreSQL backends serving the bench database."""
+def platform_cpu(bench: Bench) -> dict[int, float]:
+    """CPU seconds used so far by the server process and each PostgreSQL backend serving the bench database."""
     with bench.engine.connect() as conn:
         pids = list(conn.execute(text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).scalars())
-    return sum(process_cpu_seconds(pid) for pid in [bench.procs["server"].pid, *pids])
+    return {pid: process_cpu_seconds(pid) for pid in [bench.procs["server"].pid, *pids]}
+
+
+def cpu_since(bench: Bench, before: dict[int, float]) -> float:
+    """CPU seconds since `before` (a backend that closed in between is not counted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in platform_cpu(bench).items())
 
 
 def process_cpu_seconds(pid: int, thread: int | None = None) -> float:
