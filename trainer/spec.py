@@ -86,6 +86,26 @@ def _check_local_path(value: str, field: str, info: ValidationInfo) -> str:
     return value
 
 
+# model_index.json's _class_name → family, for the pipelines each family loads.
+PIPELINE_FAMILIES = {"StableDiffusion3Pipeline": "sd3", "FluxPipeline": "flux", "WanPipeline": "wan"}
+
+
+def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
+    """A local diffusers directory whose model_index.json names another family's pipeline."""
+    import json
+
+    base = (info.context or {}).get("base_dir")
+    path = Path(value).expanduser()
+    index = (path if path.is_absolute() or not base else Path(base) / path) / "model_index.json"
+    if not index.is_file():
+        return
+    pipeline = json.loads(index.read_text()).get("_class_name", "")
+    family = PIPELINE_FAMILIES.get(pipeline)
+    wanted = info.data.get("family")
+    if family and wanted and family != wanted:
+        raise ValueError(f"model path {value!r} holds a {pipeline} ({family}), not a {wanted} model: set model.family")
+
+
 class ModelSpec(_Section):
     family: Literal["sd3", "flux", "wan"] = "sd3"
     path: str = Field(
@@ -110,7 +130,8 @@ class ModelSpec(_Section):
             raise ValueError(f"unknown built-in model {value!r}; allowed: {BUILTIN_MODEL_PATH!r}")
         looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value)
         if looks_local:
-            return _check_local_path(value, "model path", info)
+            _check_local_path(value, "model path", info)
+            _check_pipeline_family(value, info)
         return value
 
     @model_validator(mode="after")

@@ -53,3 +53,16 @@ def test_wan_decodes_videos_and_rewards_average_their_frames(tiny_family_dirs: d
     assert video.dim() == 5 and video.shape[0] == 2 and video.shape[2] == 3
     total, _ = WeightedReward([RewardSpec(name="brightness")], torch.device("cpu"))(video, ["a", "b"])
     assert torch.allclose(total, video.mean(dim=(1, 2, 3, 4)))
+
+
+def test_a_directory_of_another_familys_pipeline_is_a_spec_error_naming_the_path(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from trainer.spec import parse_spec, spec_errors
+
+    (tmp_path / "model_index.json").write_text('{"_class_name": "StableDiffusion3Pipeline"}')
+    parse_spec({"model": {"family": "sd3", "path": str(tmp_path)}})
+    with pytest.raises(ValidationError) as error:
+        parse_spec({"model": {"family": "flux", "path": str(tmp_path)}})
+    (problem,) = spec_errors(error.value)
+    assert problem["field"] == "model.path" and "set model.family" in problem["message"]
