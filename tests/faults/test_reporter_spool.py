@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,8 +31,10 @@ time.sleep(60)
 
 class Recorder(BaseHTTPRequestHandler):
     bodies: list[dict] = []
+    delay_s = 0.0
 
     def do_POST(self) -> None:
+        time.sleep(Recorder.delay_s)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         Recorder.bodies.append(body)
         self.send_response(200)
@@ -67,3 +70,24 @@ def test_the_next_attempt_ships_what_a_killed_trainer_left_in_its_spool(tmp_path
     assert sent == {(1, 1): 1, (1, 2): 1, (1, 3): 1, (1, 4): 1, (1, 5): 1, (2, 3): 1}
     assert Recorder.bodies[0]["attempt"] == 1, "the killed attempt's events go first"
     assert not (tmp_path / SPOOL_NAME).exists() and not (tmp_path / OFFSET_NAME).exists()
+
+
+def test_events_appended_while_the_reporter_ships_and_closes_all_arrive(tmp_path: Path):
+    port = free_port()
+    Recorder.bodies, Recorder.delay_s = [], 0.05  # a slow server: the training loop outruns the shipping
+    server = ThreadingHTTPServer(("127.0.0.1", port), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        reporter = Reporter(tmp_path, f"http://127.0.0.1:{port}", "7", 1, "token", batch_interval_s=0.01)
+        for step in range(1, 41):
+            reporter.metrics(step, {"loss": float(step)})
+            reporter.progress(step, 40, 0.5, 1.0)
+        reporter.close(timeout_s=30)
+    finally:
+        Recorder.delay_s = 0.0
+        server.shutdown()
+        server.server_close()
+
+    steps = [point["step"] for body in Recorder.bodies if "steps" in body for point in body["steps"]]
+    assert sorted(steps) == list(range(1, 41))
+    assert not (tmp_path / SPOOL_NAME).exists()

@@ -154,7 +154,7 @@ class Reporter:
             if self._closing.is_set() and (drained or time.monotonic() > self._give_up_at):
                 return
             if not drained:
-                self._closing.wait(self._backoff)
+                time.sleep(self._backoff)
                 self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
 
     def _shipped_offset(self) -> int:
@@ -182,13 +182,21 @@ class Reporter:
         return lines
 
     def _ship(self) -> bool:
-        """Send what is pending, oldest first, acknowledging as it goes. True when nothing is left."""
-        pending = self._pending()
+        """Send what is pending, oldest first, until nothing is: events appended meanwhile go too.
+        True when the spool is all acknowledged."""
+        while pending := self._pending():
+            if not self._send_in_order(pending):
+                return False
+        self._backoff = 0.5
+        return True
+
+    def _send_in_order(self, pending: list[tuple[int, dict[str, Any]]]) -> bool:
+        """Send, acknowledging as it goes; consecutive metric points of one attempt go as one batch."""
         index = 0
         while index < len(pending):
             end, request = pending[index]
             index += 1
-            if request["kind"] == "metrics":  # consecutive points of one attempt go as one batch
+            if request["kind"] == "metrics":
                 body = request["json"]
                 steps = list(body["steps"])
                 while index < len(pending) and len(steps) < MAX_BATCH_STEPS:
@@ -202,7 +210,6 @@ class Reporter:
             if not self._send_with_retries(request):
                 return False
             self._acknowledge(end)
-        self._backoff = 0.5
         return True
 
     def _send_with_retries(self, request: dict[str, Any]) -> bool:
