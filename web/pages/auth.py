@@ -48,9 +48,9 @@ def login(
         check_login_allowed(session, name, ip)
     except TooManyRequests as exc:
         context = {"next": safe_next(next), "error": exc.detail, "username": username}
-        response = render(request, "login.html", context, status_code=429)
-        response.headers["Retry-After"] = "60"
-        return response
+        refused = render(request, "login.html", context, status_code=429)
+        refused.headers["Retry-After"] = "60"
+        return refused
     fresh = None
     if token.strip():
         try:
