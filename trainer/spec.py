@@ -128,7 +128,9 @@ class ModelSpec(_Section):
             return value
         if value.startswith("builtin:"):
             raise ValueError(f"unknown built-in model {value!r}; allowed: {BUILTIN_MODEL_PATH!r}")
-        looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value)
+        # diffusers loads an existing directory before it asks a hub, so 'org/name' that exists
+        # locally is a local path and must pass the same root check.
+        looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value) or Path(value).exists()
         if looks_local:
             _check_local_path(value, "model path", info)
             _check_pipeline_family(value, info)

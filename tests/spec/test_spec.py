@@ -82,3 +82,12 @@ def test_shell_text_in_a_name_is_kept_as_text() -> None:
 def test_json_schema_describes_every_section() -> None:
     schema = json_schema()
     assert set(JobSpec.model_fields) <= set(schema["properties"])
+
+
+def test_hub_like_name_existing_locally_must_be_inside_the_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "var" / "artifacts").mkdir(parents=True)
+    (tmp_path / "models").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert fields_of({"model": {"path": "var/artifacts"}}, path_roots=[str(tmp_path / "models")]) == ["model.path"]
