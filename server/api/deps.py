@@ -21,6 +21,7 @@ user_bearer = HTTPBearer(scheme_name="UserToken", description="a user API token 
 job_bearer = HTTPBearer(scheme_name="JobToken", description="the per-job trainer token (sfj_...)", auto_error=False)
 
 JobId = Annotated[int, Path(ge=1, le=MAX_INT32, description="job id")]
+SampleId = Annotated[int, Path(ge=1, le=MAX_INT32, description="sample id")]
 Bearer = HTTPAuthorizationCredentials | None
 
 

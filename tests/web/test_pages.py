@@ -106,6 +106,12 @@ def test_unknown_job_is_a_404_page(client: TestClient) -> None:
     assert client.get("/jobs/999999/metrics.json").status_code == 404
 
 
+def test_an_id_beyond_the_database_integer_range_is_refused_not_a_server_error(client: TestClient) -> None:
+    huge = 10**20
+    for path in (f"/jobs/{huge}", f"/jobs/{huge}/gallery", f"/jobs/1/samples/{huge}/image"):
+        assert client.get(path).status_code == 422
+
+
 def test_submit_error_is_shown_next_to_its_field_and_nothing_is_stored(client: TestClient, app: FastAPI) -> None:
     before = job_count(app)
     token = csrf_of(client.get("/submit").text)

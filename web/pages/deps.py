@@ -8,7 +8,7 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session
+from server.api.deps import JobId, get_session
 from server.models import Job, User
 from server.schemas.jobs import JobDetail
 from server.services.auth import Caller, caller_for_user
@@ -57,7 +57,7 @@ async def require_csrf(request: Request) -> None:
         raise HTTPException(status_code=403, detail="CSRF token missing or wrong; reload the page and try again")
 
 
-def page_job(job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)) -> Job:
+def page_job(job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)) -> Job:
     """The path's job if the caller's teams may see it (services.scoping); else the 404 page."""
     try:
         return get_visible_job(session, caller, job_id)
@@ -66,7 +66,7 @@ def page_job(job_id: int, caller: Caller = Depends(page_caller), session: Sessio
 
 
 def page_job_detail(
-    job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> JobDetail:
     """The path's job as services.jobs.job_detail shows it (spec, events, allocations); else the 404 page."""
     try:

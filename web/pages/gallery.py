@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from PIL import Image
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session, get_settings
+from server.api.deps import JobId, SampleId, get_session, get_settings
 from server.config import Settings
 from server.models import Job, Sample
 from server.services import pages
@@ -114,8 +114,8 @@ def thumbnail(path: Path) -> Path:
 
 @router.get("/jobs/{job_id}/samples/{sample_id}/image")
 def sample_file(
-    job_id: int,
-    sample_id: int,
+    job_id: JobId,
+    sample_id: SampleId,
     thumb: bool = False,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),

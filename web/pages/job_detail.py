@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session
+from server.api.deps import JobId, get_session
 from server.models import TERMINAL_STATES, Job
 from server.schemas.jobs import JobDetail
 from server.services import pages
@@ -104,7 +104,7 @@ def job_logs(
 
 @router.get("/jobs/{job_id}/metrics.json")
 def job_metrics(
-    job_id: int,
+    job_id: JobId,
     keys: str = "",
     prefixes: str = "",
     max_points: int = Query(1000, ge=10, le=20000),
@@ -157,13 +157,13 @@ def _act(request: Request, job_id: int, caller: Caller, session: Session, action
 
 @router.post("/jobs/{job_id}/cancel", dependencies=[Depends(require_csrf)])
 def cancel(
-    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request, job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> Response:
     return _act(request, job_id, caller, session, "cancel")
 
 
 @router.post("/jobs/{job_id}/retry", dependencies=[Depends(require_csrf)])
 def retry(
-    request: Request, job_id: int, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request, job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> Response:
     return _act(request, job_id, caller, session, "retry")

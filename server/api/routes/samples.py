@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
 
-from server.api.deps import SessionDep, SettingsDep, VisibleJob
+from server.api.deps import SampleId, SessionDep, SettingsDep, VisibleJob
 from server.schemas.common import MAX_INT32
 from server.schemas.samples import SampleKind, SamplePage
 from server.services import samples
@@ -36,7 +36,7 @@ def get_sample_image(
     job: VisibleJob,
     session: SessionDep,
     settings: SettingsDep,
-    sample_id: Annotated[int, Path(ge=1, le=MAX_INT32)],
+    sample_id: SampleId,
 ) -> FileResponse:
     path, media_type = samples.sample_image(session, settings, job.id, sample_id)
     # A stored sample never changes, so the browser may keep it.
