@@ -8,14 +8,15 @@ several runs:
 1. ingestion: 1, 4 and 16 trainers (asyncio httpx clients, one job each) post batches of 100
    steps x 50 keys over HTTP for a few seconds; every 4th batch is sent twice (an idempotent
    re-send), and the re-sends' latency is compared with first sends';
-2. reads: a job with 10,000,000 points (50 keys x 200,000 steps, bulk-loaded in the database),
+2. reads: a job with 10,000,000 points (50 keys x 200,000 steps, generated in the database),
    5 keys (1,000,000 points) to 2,000 buckets per key (min/max/last, max_points=30,000), the
    same at a chart's width (max_points=2,000), and the compare figure: 8 jobs x 4 keys, one
    request per job, one after the other;
 3. dispatch: POST /api/v1/jobs to the job's `running` event (the worker has started the
    trainer process), on an idle worker, scheduler at its default interval;
 4. reporting: the tiny model's step time with the trainer's reporter on and off (50 keys per
-   step, progress, a sample every 10 steps), alternating blocks of steps in one process;
+   step, progress, a sample every 10 reporting steps), on a random half of the steps of one run,
+   beside the reporter's own CPU time (its calls and its thread) as a share of the steps' time;
 5. API under load: GET /api/v1/jobs and the job page (/jobs/{id}, HTML) alternately, open loop
    at 200 requests/s from an asyncio httpx client on loopback; latency counts from each
    request's scheduled start, so a slow server cannot slow the generator down.
@@ -356,22 +357,27 @@ async def _ingest_round(
 # --- 2. reads ----------------------------------------------------------------------------------------
 
 
-def bulk_load(bench: Bench, job_id: int, keys: list[str], steps: int) -> None:
-    """Points generated inside PostgreSQL, one statement per key in step order (a trending noisy curve,
-    with one spike up and one down per key, so extremes are there to keep)."""
+def bulk_load(bench: Bench, loads: list[tuple[int, list[str], int]]) -> None:
+    """Points generated inside PostgreSQL, per (job, keys, steps), one statement per key in step order: a trending
+    noisy curve with one spike up and one down per key, so there are extremes to keep. The primary key is built
+    once afterwards (a sort), not entry by entry; the rollup triggers run as ingestion runs them."""
     raw = bench.engine.raw_connection()
     try:
         with raw.cursor() as cursor:
-            for index, key in enumerate(keys):
-                cursor.execute(
-                    "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
-                    "SELECT %s, %s, s, 1, "
-                    "  CASE WHEN s = %s THEN 1000.0 WHEN s = %s THEN -1000.0 "
-                    "       ELSE sin(s / 5000.0 + %s) + random() * 0.1 END, "
-                    "  1.7e9 + s, false FROM generate_series(0, %s - 1) AS s",
-                    (job_id, key, (index * 7919) % steps, (index * 104729) % steps, index, steps),
-                )
+            cursor.execute("ALTER TABLE metrics DROP CONSTRAINT pk_metrics")
+            for job_id, keys, steps in loads:
+                for index, key in enumerate(keys):
+                    cursor.execute(
+                        "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
+                        "SELECT %s, %s, s, 1, "
+                        "  CASE WHEN s = %s THEN 1000.0 WHEN s = %s THEN -1000.0 "
+                        "       ELSE sin(s / 5000.0 + %s) + random() * 0.1 END, "
+                        "  1.7e9 + s, false FROM generate_series(0, %s - 1) AS s",
+                        (job_id, key, (index * 7919) % steps, (index * 104729) % steps, index, steps),
+                    )
+            cursor.execute("ALTER TABLE metrics ADD CONSTRAINT pk_metrics PRIMARY KEY (job_id, key, step, attempt)")
             cursor.execute("ANALYZE metrics")
+            cursor.execute("ANALYZE metric_blocks")
         raw.commit()
     finally:
         raw.close()
@@ -396,9 +402,7 @@ def bench_reads(bench: Bench, runs: int, big_steps: int, compare_steps: int) -> 
     others = [submit(bench, f"compare-{i}") for i in range(7)]
     finish_jobs(bench, [big, *others])
     started = time.perf_counter()
-    bulk_load(bench, big, keys, big_steps)
-    for job_id in others:
-        bulk_load(bench, job_id, keys[:COMPARE_KEYS], compare_steps)
+    bulk_load(bench, [(big, keys, big_steps), *((job_id, keys[:COMPARE_KEYS], compare_steps) for job_id in others)])
     loaded = KEYS * big_steps + 7 * COMPARE_KEYS * compare_steps
     seconds = time.perf_counter() - started
     print(f"2. reads (loaded {loaded:,} points in {seconds:.0f} s, {loaded / seconds:,.0f}/s; load {load_average()})")
@@ -556,8 +560,12 @@ def bench_reporting(bench: Bench, steps: int) -> None:
         stored = conn.execute(text("SELECT count(*) FROM metrics WHERE job_id = :id"), {"id": job_id}).scalar_one()
     on, off = result["on"], result["off"]
     overhead = (statistics.median(on) / statistics.median(off) - 1) * 100
+    halves = random.Random(1).sample(off, len(off))
+    noise = abs(statistics.median(halves[::2]) / statistics.median(halves[1::2]) - 1) * 100
     note = (
-        f"median step {statistics.median(off) * 1000:.1f} ms off, {statistics.median(on) * 1000:.1f} ms on; "
+        f"{len(on)} steps on, {len(off)} off, at random; median step {statistics.median(off) * 1000:.1f} ms off, "
+        f"{statistics.median(on) * 1000:.1f} ms on; two random halves of the off steps differ by {noise:.1f}% "
+        "(the noise floor); "
         f"reporter CPU (calls + its thread) {result['cpu_share'] * 100:.2f}% of the steps' time; "
         f"{stored:,} points stored"
     )
@@ -565,7 +573,8 @@ def bench_reporting(bench: Bench, steps: int) -> None:
 
 
 def reporting_child(out: Path, steps: int) -> None:
-    """Train the tiny model; alternate blocks of 5 steps with the reporter's calls and without them."""
+    """Train the tiny model with the reporter's calls on a random half of the steps (so nothing periodic in the
+    training lines up with them), a sample on every 10th reporting step."""
     import torch
 
     from trainer.algorithms.registry import make_algorithm
@@ -602,8 +611,10 @@ def reporting_child(out: Path, steps: int) -> None:
     call_seconds = 0.0
     algo = spec.algorithm
     layout = EXECUTOR_CLASSES[spec.executor.name].layout
+    coin = random.Random(0)
+    reported = 0
     for step in range(1, steps + 1):
-        reporting = (step // 5) % 2 == 0  # blocks of 5 steps, on from each 10th step (which sends the sample)
+        reporting = step >= 5 and coin.random() < 0.5
         started = time.perf_counter()
         batch = step_batch(pool, step, 0, algo.prompts_per_step, algo.group_size, 0, 1, layout)
         result = executor.train_step(batch)
@@ -615,10 +626,11 @@ def reporting_child(out: Path, steps: int) -> None:
             reporter.metrics(step, metrics)
             reporter.progress(step, steps, metrics["reward/mean"], metrics["throughput/samples_per_s"])
             reporter.print(f"step {step}/{steps} reward {metrics['reward/mean']:.4f}")
-            if step % 10 == 0:
+            reported += 1
+            if reported % 10 == 1:
                 reporter.sample(step, "eval", "a red apple", 0, 0.5, png)
             call_seconds += time.perf_counter() - called
-        if step >= 10:  # the first steps warm up
+        if step >= 5:  # the first steps warm up
             times["on" if reporting else "off"].append(time.perf_counter() - started)
     thread_cpu = reporter_thread_cpu()
     reporter.close()
@@ -731,7 +743,7 @@ def main() -> None:
     parser.add_argument("--big-steps", type=int, default=BIG_STEPS)
     parser.add_argument("--compare-steps", type=int, default=BIG_STEPS)
     parser.add_argument("--dispatch-runs", type=int, default=12)
-    parser.add_argument("--steps", type=int, default=70, help="tiny-model steps of the reporting run")
+    parser.add_argument("--steps", type=int, default=80, help="tiny-model steps of the reporting run")
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--load-seconds", type=float, default=60.0)
     parser.add_argument("--reporting-child", type=Path, help=argparse.SUPPRESS)
