@@ -19,11 +19,12 @@ def test_jobs_survive_a_broker_restart_and_none_runs_twice(
 ):
     cluster = start_cluster(postgres_url, own_redis.url, {"alpha": 1, "beta": 1})
     jobs = [cluster.submit(tiny_spec(TOTAL_STEPS)) for _ in range(3)]
-    cluster.wait_for(
-        "two jobs training, one queued",
-        lambda: sorted(cluster.job(j)["status"] for j in jobs) == ["queued", "running", "running"],
-        timeout=90,
-    )
+
+    def two_training_one_queued() -> bool:
+        states = sorted((cluster.job(j)["status"], cluster.job(j)["step"] >= 1) for j in jobs)
+        return states == [("queued", False), ("running", True), ("running", True)]
+
+    cluster.wait_for("two jobs training, one queued", two_training_one_queued, timeout=90)
 
     own_redis.stop()
     own_redis.start()
