@@ -363,7 +363,7 @@ def bulk_load(bench: Bench, loads: list[tuple[int, list[str], int]]) -> None:
     once afterwards (a sort), not entry by entry; the rollup triggers run as ingestion runs them."""
     raw = bench.engine.raw_connection()
     try:
-        with raw.cursor() as cursor:
+        with raw.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
             cursor.execute("ALTER TABLE metrics DROP CONSTRAINT pk_metrics")
             for job_id, keys, steps in loads:
                 for index, key in enumerate(keys):
@@ -762,7 +762,7 @@ def main() -> None:
         token = "sfu_" + secrets.token_urlsafe(24)
         engine = make_engine(database_url)
         with Session(engine) as session:
-            ensure_admin(session, Settings(database_url=database_url, admin_token=token))
+            ensure_admin(session, Settings(home=home, database_url=database_url, admin_token=token))
         port = free_port()
         env = {
             **os.environ,
