@@ -11,12 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
 
-# Connections per process. The server runs no more sync handlers at once than this (server.main), so a
-# request waits for a thread, never for a connection: a burst queues instead of failing on the pool's timeout.
-# Kept open: 16 trainers posting at once must not open and close a connection per request.
+# Connections per process, kept open: 16 trainers posting at once must not open and close one per request.
 POOL_SIZE = 20
 POOL_OVERFLOW = 10
-POOL_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW
 
 
 def make_engine(url: str) -> Engine:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.datastructures import Default
 from sqlalchemy.orm import sessionmaker
@@ -20,7 +19,7 @@ from server.api.responses import OrjsonResponse
 from server.api.router import api_router
 from server.api.security_headers import SecurityHeaders
 from server.config import Settings, get_settings
-from server.db import POOL_CONNECTIONS, make_engine
+from server.db import make_engine
 from server.migrate import ensure_sqlite_folder
 from server.observability.prometheus import install_prometheus
 from web.pages import mount_web
@@ -34,8 +33,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        # Sync handlers and dependencies run on AnyIO's thread pool: no more at once than the engine's connections.
-        anyio.to_thread.current_default_thread_limiter().total_tokens = POOL_CONNECTIONS
         yield
         engine.dispose()
 
