@@ -10,12 +10,11 @@ The admin's choice survives the worker re-registering (see hosts.register_host).
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import ACTIVE_STATES, Allocation, Device, Host, Job
+from server.models import Device, Host
 from server.services.errors import NotFound
-from server.services.scheduler import retry_or_fail
+from server.services.scheduler import requeue_jobs_on_host
 
 
 def _host(session: Session, host_id: int) -> Host:
@@ -42,20 +41,7 @@ def disable_host(session: Session, host_id: int) -> tuple[Host, list[int]]:
     """Out of service now; returns the jobs sent back to the queue (their workers stop them)."""
     host = _host(session, host_id)
     host.status = "disabled"
-    jobs = session.scalars(
-        select(Job)
-        .where(
-            Job.status.in_(ACTIVE_STATES),
-            Job.id.in_(
-                select(Allocation.job_id).where(Allocation.host_id == host.id, Allocation.released_at.is_(None))
-            ),
-        )
-        .order_by(Job.id)
-        .with_for_update()
-    ).all()
-    for job in jobs:
-        retry_or_fail(session, job, f"host {host.name} disabled by an admin")
-    return host, [job.id for job in jobs]
+    return host, requeue_jobs_on_host(session, host, f"host {host.name} disabled by an admin")
 
 
 def set_device_enabled(session: Session, device_id: int, enabled: bool) -> Device:

@@ -453,11 +453,10 @@ def run_scheduler(
         stop.wait(interval_seconds)
 
 
-def requeue_interrupted_jobs(session: Session, host: Host) -> list[int]:
-    """A worker that (re)starts runs nothing yet: jobs still holding its devices were interrupted.
+def requeue_jobs_on_host(session: Session, host: Host, reason: str) -> list[int]:
+    """Send every active job holding a device of `host` back to the queue (or fail it when out of attempts).
 
-    They go back to the queue (or fail when out of attempts); a task for their old attempt that
-    the broker redelivers later finds the attempt changed and does nothing.
+    A task for a job's old attempt that the broker delivers later finds the attempt changed and does nothing.
     """
     jobs = session.scalars(
         select(Job)
@@ -471,5 +470,10 @@ def requeue_interrupted_jobs(session: Session, host: Host) -> list[int]:
         .with_for_update()
     ).all()
     for job in jobs:
-        retry_or_fail(session, job, f"worker on host {host.name} restarted")
+        retry_or_fail(session, job, reason)
     return [job.id for job in jobs]
+
+
+def requeue_interrupted_jobs(session: Session, host: Host) -> list[int]:
+    """A worker that (re)starts runs nothing yet: jobs still holding its devices were interrupted."""
+    return requeue_jobs_on_host(session, host, f"worker on host {host.name} restarted")
