@@ -53,4 +53,4 @@ bench-web: install
 SFUMATO_BENCH_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench-platform: install
 	SFUMATO_BENCH_POSTGRES_URL=$(SFUMATO_BENCH_POSTGRES_URL) SFUMATO_BENCH_REDIS_URL=$(SFUMATO_BENCH_REDIS_URL) \
-		$(PY) bench/platform.py
+		$(PY) bench/platform_speed.py

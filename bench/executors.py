@@ -18,8 +18,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
-# Run as a script, bench/ would lead sys.path and its sibling scripts (platform.py) shadow the stdlib.
-sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
+sys.path.insert(0, str(REPO))
 
 from trainer.bench import markdown  # noqa: E402
 

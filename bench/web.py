@@ -11,14 +11,8 @@ warm-up. Prints a table, writes bench/results/web.md and web.json. Asserts nothi
     SFUMATO_BENCH_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/web.py
 """
 
-# ruff: noqa: E402  (the path is fixed before the imports)
+# ruff: noqa: E402  (project imports follow the sys.path line)
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# bench/ holds platform.py (make bench-platform): off the path, so it never shadows the standard library's module.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import asyncio
@@ -29,12 +23,14 @@ import os
 import platform
 import re
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Correctness of the fast metric paths (bench/platform.py measures their speed), on SQLite and PostgreSQL.
+"""Correctness of the fast metric paths (bench/platform_speed.py measures their speed), on SQLite and PostgreSQL.
 
 Ingestion: a new batch COPied straight into `metrics`, a re-sent or overlapping one through staging and
 ON CONFLICT DO NOTHING (on PostgreSQL also the fallback when the probe misses an overlap), keys that need

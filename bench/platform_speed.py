@@ -24,19 +24,11 @@ several runs:
 Prints a table, writes bench/results/platform.md and platform.json. Asserts nothing.
 
     SFUMATO_BENCH_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/postgres \
-    SFUMATO_BENCH_REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/platform.py
+    SFUMATO_BENCH_REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/platform_speed.py
 """
 
-# ruff: noqa: E402 - the imports follow the sys.path fix below
+# ruff: noqa: E402 - the project imports follow the sys.path line below
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# This file is named like the standard library's `platform`, which uuid and others import: run as a
-# script, its folder must not shadow it.
-HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import argparse
 import asyncio
@@ -51,6 +43,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -58,6 +51,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
