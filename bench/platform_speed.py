@@ -47,8 +47,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,12 +57,12 @@ sys.path.insert(0, str(REPO))
 
 import httpx
 import orjson
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.db import make_engine
+from server.db import make_engine, scratch_postgres_database
 from server.migrate import upgrade
 from server.models import Job
 from server.services.auth import ensure_admin
@@ -143,20 +141,6 @@ def free_port() -> int:
 
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-@contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:
@@ -760,7 +744,7 @@ def main() -> None:
     redis_url = os.environ.get("SFUMATO_BENCH_REDIS_URL", DEFAULT_REDIS)
     loads = [f"start {load_average()}"]
     home = Path(tempfile.mkdtemp(prefix="sfumato-bench-"))
-    with fresh_database(server_url) as database_url:
+    with scratch_postgres_database(server_url, "sfumato_bench") as database_url:
         upgrade(database_url)
         token = "sfu_" + secrets.token_urlsafe(24)
         engine = make_engine(database_url)

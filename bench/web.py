@@ -26,9 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,10 +36,11 @@ sys.path.insert(0, str(REPO))
 
 import httpx
 from argon2 import PasswordHasher
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from server.config import Settings
+from server.db import scratch_postgres_database
 from server.main import create_app
 from server.migrate import upgrade
 from server.models import Job, JobEvent, LogLine, Membership, Team, User
@@ -81,20 +80,6 @@ MAX_POINTS = 1000  # about a chart's pixel width; what charts.js asks for
 
 
 # ---- database --------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def spec_for(name: str, executor: str) -> dict[str, Any]:
@@ -320,7 +305,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     args = parser.parse_args()
 
-    with fresh_database(args.postgres_url) as url, tempfile.TemporaryDirectory() as home:
+    with scratch_postgres_database(args.postgres_url, "sfumato_bench") as url, tempfile.TemporaryDirectory() as home:
         print(f"database: fresh {make_url(url).database} on {make_url(url).host}; migrating and loading…", flush=True)
         upgrade(url)
         app = create_app(Settings(home=Path(home), database_url=url, secret_key="bench"))

@@ -9,15 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+
+from server.db import scratch_postgres_database
 
 if TYPE_CHECKING:
     from client_harness import TinyJobs
@@ -46,25 +44,10 @@ def redis_url() -> str:
     return url
 
 
-@contextmanager
-def fresh_postgres_database(server_url: str) -> Iterator[str]:
-    """A new, empty PostgreSQL database on the server, dropped afterwards."""
-    name = f"sfumato_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture
 def postgres_url(postgres_server_url: str) -> Iterator[str]:
     """A new, empty PostgreSQL database for one test, dropped afterwards."""
-    with fresh_postgres_database(postgres_server_url) as url:
+    with scratch_postgres_database(postgres_server_url, "sfumato_test") as url:
         yield url
 
 
@@ -106,7 +89,7 @@ def live_platform(
     client, CLI and Prometheus tests."""
     from platform_harness import launch_platform
 
-    with fresh_postgres_database(postgres_server_url) as url:
+    with scratch_postgres_database(postgres_server_url, "sfumato_test") as url:
         platform = launch_platform(tmp_path_factory.mktemp("live"), url, "", tiny_model)
         try:
             yield platform

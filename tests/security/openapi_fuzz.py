@@ -11,7 +11,6 @@ and by `make fuzz` (a longer one):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import socket
 import subprocess
@@ -22,7 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 import httpx
 import schemathesis
@@ -35,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from server.config import Settings  # noqa: E402
-from server.db import make_engine  # noqa: E402
+from server.db import make_engine, scratch_postgres_database  # noqa: E402
 from server.migrate import upgrade  # noqa: E402
 from server.models import ApiToken, Device, Host, Job  # noqa: E402
 from server.services.auth import ensure_admin  # noqa: E402
@@ -193,15 +191,6 @@ def fuzz(server: LiveServer, examples: int) -> FuzzReport:
     return report
 
 
-def _root_conftest() -> ModuleType:
-    """tests/conftest.py (its fresh_postgres_database), loaded by path: `conftest` names several modules."""
-    spec = importlib.util.spec_from_file_location("sfumato_root_conftest", REPO / "tests" / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=100, help="cases per operation and mode")
@@ -210,7 +199,7 @@ def main() -> int:
     if not server_url:
         print("SFUMATO_TEST_POSTGRES_URL is not set: the fuzz needs PostgreSQL")
         return 2
-    with _root_conftest().fresh_postgres_database(server_url) as database_url, tempfile.TemporaryDirectory() as home:
+    with scratch_postgres_database(server_url, "sfumato_fuzz") as database_url, tempfile.TemporaryDirectory() as home:
         with live_server(database_url, Path(home)) as server:
             started = time.monotonic()
             report = fuzz(server, args.examples)
