@@ -10,6 +10,10 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from server.models.base import Base, utcnow
 
 HOST_STATES = ("online", "draining", "disabled", "lost")
+# What an admin asked of a host. Kept apart from liveness, so a host that is lost and comes back
+# returns to the admin's choice (a drained host stays drained).
+ADMIN_STATES = ("active", "draining", "disabled")
+POOLS = ("rollout", "trainer")
 
 
 class Host(Base):
@@ -19,7 +23,10 @@ class Host(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     queue: Mapped[str] = mapped_column(String(250))
     address: Mapped[str | None] = mapped_column(String(200))
+    # Effective state, what the scheduler and the pages read: "lost" when the heartbeat stopped,
+    # else the admin's choice ("online" for active).
     status: Mapped[str] = mapped_column(String(20), default="online")
+    admin_state: Mapped[str] = mapped_column(String(20), default="active", server_default="active")
     last_heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     registered_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -42,7 +49,12 @@ class Device(Base):
 
 
 class Allocation(Base):
-    """One device held by one job attempt; `released_at` null means held now."""
+    """One device held by one job attempt; `released_at` null means held now.
+
+    `pool` names the DigenRL pool the device serves (null for a job without pools); `started_at` is when
+    this node's trainer started, `exit_code` how it ended: a multi-node attempt's verdict waits for every
+    node, and a node that never started was a lost task.
+    """
 
     __tablename__ = "allocations"
     __table_args__ = (
@@ -63,6 +75,9 @@ class Allocation(Base):
     device_id: Mapped[int] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"))
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
     node_rank: Mapped[int] = mapped_column(Integer, default=0)
+    pool: Mapped[str | None] = mapped_column(String(20))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     released_at: Mapped[datetime | None] = mapped_column(DateTime)
 

@@ -5,7 +5,8 @@
   (an infrastructure event, so they resume from their checkpoint elsewhere).
 - enable: back in service.
 A device disabled while a job holds it stays held until that job ends; it takes no new job.
-The admin's choice survives the worker re-registering (see hosts.register_host).
+The admin's choice is kept in `admin_state`, apart from liveness: it survives the worker re-registering
+and the host being lost and coming back (see hosts.live_status). A lost host stays `lost` until it heartbeats.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Device, Host
 from server.services.errors import NotFound
+from server.services.hosts import live_status
 from server.services.scheduler import requeue_jobs_on_host
 
 
@@ -24,23 +26,24 @@ def _host(session: Session, host_id: int) -> Host:
     return host
 
 
-def drain_host(session: Session, host_id: int) -> Host:
-    host = _host(session, host_id)
-    host.status = "draining"
+def _choose(host: Host, admin_state: str) -> Host:
+    host.admin_state = admin_state
+    if host.status != "lost":
+        host.status = live_status(host)
     return host
+
+
+def drain_host(session: Session, host_id: int) -> Host:
+    return _choose(_host(session, host_id), "draining")
 
 
 def enable_host(session: Session, host_id: int) -> Host:
-    """A host that no longer heartbeats is marked lost again by the next scheduler pass."""
-    host = _host(session, host_id)
-    host.status = "online"
-    return host
+    return _choose(_host(session, host_id), "active")
 
 
 def disable_host(session: Session, host_id: int) -> tuple[Host, list[int]]:
     """Out of service now; returns the jobs sent back to the queue (their workers stop them)."""
-    host = _host(session, host_id)
-    host.status = "disabled"
+    host = _choose(_host(session, host_id), "disabled")
     return host, requeue_jobs_on_host(session, host, f"host {host.name} disabled by an admin")
 
 

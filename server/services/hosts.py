@@ -14,10 +14,8 @@ from sqlalchemy.orm import Session
 
 from server.models import Device, Host, utcnow
 
-# States an admin sets; a re-registering worker keeps them instead of going back online.
-ADMIN_STATES = ("draining", "disabled")
-# Hosts whose heartbeat is watched; a disabled host's jobs were already sent back to the queue.
-WATCHED_STATES = ("online", "draining")
+# The host status each admin choice gives a live host.
+LIVE_STATUS = {"active": "online", "draining": "draining", "disabled": "disabled"}
 
 
 @dataclass(frozen=True)
@@ -38,15 +36,16 @@ def register_host(session: Session, name: str, devices: list[DeviceInfo], addres
     now = utcnow()
     host = session.scalar(select(Host).where(Host.name == name))
     if host is None:
-        host = Host(name=name, queue=host_queue(name), address=address, status="online", registered_at=now)
+        host = Host(
+            name=name, queue=host_queue(name), address=address, status="online", admin_state="active", registered_at=now
+        )
         session.add(host)
         session.flush()
     host.queue = host_queue(name)
     host.address = address
     host.last_heartbeat_at = now
     host.registered_at = now
-    if host.status not in ADMIN_STATES:
-        host.status = "online"
+    host.status = live_status(host)
 
     existing = {d.index: d for d in session.scalars(select(Device).where(Device.host_id == host.id))}
     reported = {d.index for d in devices}
@@ -75,21 +74,26 @@ def register_host(session: Session, name: str, devices: list[DeviceInfo], addres
     return host
 
 
+def live_status(host: Host) -> str:
+    """The status of a host that heartbeats: what the admin chose (`online` when nothing)."""
+    return LIVE_STATUS.get(host.admin_state or "active", "online")
+
+
 def heartbeat(session: Session, name: str) -> bool:
-    """Record that a host is alive; a lost host comes back online. False when it is not registered."""
+    """Record that a host is alive; a lost host comes back to the admin's choice. False when it is not registered."""
     host = session.scalar(select(Host).where(Host.name == name))
     if host is None:
         return False
     host.last_heartbeat_at = utcnow()
     if host.status == "lost":
-        host.status = "online"
+        host.status = live_status(host)
     return True
 
 
 def mark_lost_hosts(session: Session, lost_after_seconds: float, now: datetime | None = None) -> list[Host]:
-    """Hosts whose last heartbeat is older than the timeout become `lost`; returns them."""
+    """Hosts whose last heartbeat is older than the timeout become `lost` (their admin state stays); returns them."""
     cutoff = (now or utcnow()) - timedelta(seconds=lost_after_seconds)
-    hosts = list(session.scalars(select(Host).where(Host.status.in_(WATCHED_STATES), Host.last_heartbeat_at < cutoff)))
+    hosts = list(session.scalars(select(Host).where(Host.status != "lost", Host.last_heartbeat_at < cutoff)))
     for host in hosts:
         host.status = "lost"
     return hosts

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
 from server.models import Device, Host, Job
+from server.services.host_admin import disable_host, drain_host
 from server.services.hosts import DeviceInfo, heartbeat, mark_lost_hosts, register_host
 from server.services.job_status import set_status
 from server.services.scheduler import NodeTask, requeue_interrupted_jobs, schedule_once
@@ -30,11 +31,52 @@ def test_reregistering_updates_devices_and_disables_the_ones_that_vanished(facto
     assert sorted(devices_of(factory, "box")) == [(0, "A100", True), (1, "H100", True), (2, "A100", False)]
 
 
+def status_of(factory: sessionmaker[Session], name: str) -> tuple[str, str]:
+    with factory() as session:
+        host = session.scalar(select(Host).where(Host.name == name))
+        return host.status, host.admin_state
+
+
 def test_a_disabled_host_stays_disabled_when_its_worker_restarts(factory):
     with factory.begin() as session:
-        register_host(session, "box", [DeviceInfo(0, "cpu", "cpu")]).status = "disabled"
+        disable_host(session, register_host(session, "box", [DeviceInfo(0, "cpu", "cpu")]).id)
     with factory.begin() as session:
         assert register_host(session, "box", [DeviceInfo(0, "cpu", "cpu")]).status == "disabled"
+
+
+def test_a_drained_host_that_is_lost_comes_back_drained(factory, add_host):
+    host = add_host("box", heartbeat_age_s=60)
+    with factory.begin() as session:
+        drain_host(session, host.id)
+    with factory.begin() as session:
+        assert [h.name for h in mark_lost_hosts(session, 30.0)] == ["box"]
+    assert status_of(factory, "box") == ("lost", "draining")
+
+    with factory.begin() as session:
+        assert heartbeat(session, "box")
+
+    assert status_of(factory, "box") == ("draining", "draining")
+
+
+def test_a_drained_host_whose_worker_reregisters_after_being_lost_stays_drained(factory, add_host):
+    host = add_host("box", heartbeat_age_s=60)
+    with factory.begin() as session:
+        drain_host(session, host.id)
+        mark_lost_hosts(session, 30.0)
+
+    with factory.begin() as session:
+        register_host(session, "box", [DeviceInfo(0, "cpu", "Test CPU")])
+
+    assert status_of(factory, "box") == ("draining", "draining")
+
+
+def test_draining_a_lost_host_keeps_it_lost_until_it_heartbeats(factory, add_host):
+    host = add_host("box", heartbeat_age_s=60)
+    with factory.begin() as session:
+        mark_lost_hosts(session, 30.0)
+        drain_host(session, host.id)
+
+    assert status_of(factory, "box") == ("lost", "draining")
 
 
 def test_a_silent_host_is_lost_and_its_next_heartbeat_brings_it_back(factory, add_host):
