@@ -2,7 +2,9 @@
 
 A checkpoint holds the trainable weights, the optimizer state, the RNG states and the step.
 It is written to a temporary folder and renamed into ``checkpoints/step-N``, so a crash never
-leaves a half-written checkpoint that ``--resume`` would pick up.
+leaves a half-written checkpoint that ``--resume`` would pick up. Under FSDP the weights and the
+optimizer state are gathered to full tensors first (a collective every rank takes part in), so
+the files hold ordinary tensors keyed by parameter name.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+from trainer.sharding import full_optimizer_state, full_state, load_full_optimizer_state, load_full_state, plain_copy
 
 WEIGHTS = "trainable.safetensors"
 
@@ -24,14 +29,30 @@ def trainable_state(module: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().cpu().contiguous() for name, p in module.named_parameters() if p.requires_grad}
 
 
-def save_checkpoint(output_dir: Path, step: int, module: nn.Module, optimizer: torch.optim.Optimizer) -> Path:
+@dataclass
+class TrainingState:
+    """What a checkpoint stores of the model and optimizer, already on the CPU of rank 0."""
+
+    weights: dict[str, torch.Tensor]
+    optimizer: dict
+
+
+def training_state(module: nn.Module, optimizer: torch.optim.Optimizer, fsdp: bool) -> TrainingState:
+    """Under FSDP every rank must call this (the gather is a collective); rank 0 gets the state."""
+    if fsdp:
+        weights = {name: value.contiguous() for name, value in full_state(module).items()}
+        return TrainingState(weights, full_optimizer_state(module, optimizer))
+    return TrainingState(trainable_state(module), optimizer.state_dict())
+
+
+def save_checkpoint(output_dir: Path, step: int, state: TrainingState) -> Path:
     root = output_dir / "checkpoints"
     target = root / f"step-{step}"
     staging = root / f".step-{step}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    save_file(trainable_state(module), str(staging / WEIGHTS))
-    torch.save(optimizer.state_dict(), staging / "optimizer.pt")
+    save_file(state.weights, str(staging / WEIGHTS))
+    torch.save(state.optimizer, staging / "optimizer.pt")
     rng = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -50,14 +71,20 @@ def latest_checkpoint(output_dir: Path) -> Path | None:
     return max(done, key=lambda p: int(p.name.removeprefix("step-")), default=None)
 
 
-def load_checkpoint(path: Path, module: nn.Module, optimizer: torch.optim.Optimizer) -> int:
-    """Restore weights, optimizer and RNG; return the step the checkpoint was taken after."""
+def load_checkpoint(path: Path, module: nn.Module, optimizer: torch.optim.Optimizer, fsdp: bool = False) -> int:
+    """Restore weights, optimizer and RNG; return the step the checkpoint was taken after.
+    Every rank reads the files; under FSDP each keeps its own shard."""
     weights = load_file(str(path / WEIGHTS))
-    parameters = dict(module.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            parameters[name].copy_(value)
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=False))
+    optimizer_state = torch.load(path / "optimizer.pt", weights_only=False)
+    if fsdp:
+        load_full_state(module, weights)
+        load_full_optimizer_state(module, optimizer, optimizer_state)
+    else:
+        parameters = dict(module.named_parameters())
+        with torch.no_grad():
+            for name, value in weights.items():
+                parameters[name].copy_(value)
+        optimizer.load_state_dict(optimizer_state)
     rng = torch.load(path / "rng.pt", weights_only=False)
     torch.set_rng_state(rng["torch"])
     random.setstate(rng["python"])
@@ -67,7 +94,9 @@ def load_checkpoint(path: Path, module: nn.Module, optimizer: torch.optim.Optimi
     return int(json.loads((path / "state.json").read_text())["step"])
 
 
-def export_model(module: nn.Module, directory: Path) -> None:
-    """``save_pretrained``: the LoRA adapter (PEFT) or the full transformer (diffusers)."""
+def export_model(module: nn.Module, directory: Path, weights: dict[str, torch.Tensor] | None = None) -> None:
+    """``save_pretrained``: the LoRA adapter (PEFT) or the full transformer (diffusers). Under FSDP pass
+    the gathered ``weights``: they go into an ordinary unsharded copy, which is what gets saved."""
     shutil.rmtree(directory, ignore_errors=True)
-    module.save_pretrained(directory)  # type: ignore[operator]
+    target = module if weights is None else plain_copy(module, weights)
+    target.save_pretrained(directory)  # type: ignore[operator]

@@ -24,6 +24,7 @@ from trainer.models.base import Conditioning, ModelFamily
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory, rollout
 from trainer.sampling.sde_step import sde_step
+from trainer.sharding import Sharding, local_value, shard_module
 from trainer.spec import JobSpec
 
 
@@ -60,19 +61,31 @@ GradientHook = Callable[[str, list[torch.Tensor]], None]
 
 class TrainingJob:
     def __init__(
-        self, spec: JobSpec, dist: Distributed, family: ModelFamily, algorithm: Algorithm, reward: WeightedReward
+        self,
+        spec: JobSpec,
+        dist: Distributed,
+        family: ModelFamily,
+        algorithm: Algorithm,
+        reward: WeightedReward,
+        sharding: Sharding | None = None,
     ) -> None:
         self.spec = spec
         self.dist = dist
         self.family = family
         self.algorithm = algorithm
         self.reward = reward
+        self.sharding = sharding or Sharding("ddp" if dist.world_size > 1 else "single", "default")
         self.policy: nn.Module = family.transformer
         self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.broadcast_parameters()
         self.reference: nn.Module | None = None
         if spec.algorithm.kl_beta > 0 and spec.model.finetune == "full":
             self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
+        if self.sharding.fsdp:  # after the broadcast: every rank shards the same weights
+            shard_module(self.policy)
+            if self.reference is not None:
+                shard_module(self.reference)
+            self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
@@ -112,7 +125,14 @@ class TrainingJob:
         cond = self.conditioning(batch.prompts)
         uncond = self.unconditional(len(batch.prompts))
         return rollout(
-            self.family, self.policy, self.algorithm, plan, batch.sample_ids, batch.step, cond, uncond,
+            self.family,
+            self.policy,
+            self.algorithm,
+            plan,
+            batch.sample_ids,
+            batch.step,
+            cond,
+            uncond,
             self.spec.algorithm.cfg_scale,
         )
 
@@ -155,7 +175,12 @@ class TrainingJob:
             with torch.no_grad():
                 reference_velocity = self.reference_velocity(x, sigma, trajectory)
                 reference = sde_step(
-                    reference_velocity, x, index, self.algorithm.sigmas, self.algorithm.sde_kind, self.algorithm.level,
+                    reference_velocity,
+                    x,
+                    index,
+                    self.algorithm.sigmas,
+                    self.algorithm.sde_kind,
+                    self.algorithm.level,
                     x_next,
                 )
             kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
@@ -173,9 +198,10 @@ class TrainingJob:
 
     # --- gradients -----------------------------------------------------------------------
     def synchronize_gradients(self) -> None:
-        """Average gradients over ranks in one coalesced all-reduce (after the last backward)."""
+        """Average gradients over ranks in one coalesced all-reduce (after the last backward).
+        Under FSDP each backward has already reduce-scattered them: nothing is left to do."""
         self.notify("sync")
-        if self.dist.world_size == 1:
+        if self.dist.world_size == 1 or self.sharding.fsdp:
             return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
@@ -198,4 +224,4 @@ class TrainingJob:
         norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(norm)
+        return float(local_value(norm))

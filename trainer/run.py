@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from trainer.algorithms.registry import make_algorithm
-from trainer.checkpoint import export_model, latest_checkpoint, load_checkpoint, save_checkpoint
+from trainer.checkpoint import export_model, latest_checkpoint, load_checkpoint, save_checkpoint, training_state
 from trainer.distributed import Distributed, init_distributed
 from trainer.executors.base import StepResult
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
@@ -28,6 +28,7 @@ from trainer.reporting.reporter import Reporter
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import sample_ode
 from trainer.sampling.schedule import shifted_sigmas
+from trainer.sharding import choose_sharding, full_state
 from trainer.spec import JobSpec, SpecError, parse_spec
 
 TRAIN_SAMPLES = 4  # rollout images (rank 0's first rows) posted with their rewards at each eval step
@@ -64,7 +65,8 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     family = load_family(spec.model, dist.device)
     sigmas = shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
     algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
-    job = TrainingJob(spec, dist, family, algorithm, reward)
+    sharding = choose_sharding(spec, dist.world_size)
+    job = TrainingJob(spec, dist, family, algorithm, reward, sharding)
     executor = make_executor(spec.executor.name, job)
     pool = load_prompts(spec.prompts.source)
     total = spec.algorithm.total_steps
@@ -72,13 +74,14 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     first_step = 1
     checkpoint = latest_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
-        first_step = load_checkpoint(checkpoint, job.policy, job.optimizer) + 1
+        first_step = load_checkpoint(checkpoint, job.policy, job.optimizer, sharding.fsdp) + 1
         if reporter:
             reporter.print(f"resumed from {checkpoint} at step {first_step}")
     if reporter:
         reporter.print(
             f"job {spec.name}: {spec.algorithm.name} / {spec.executor.name}, {dist.world_size} rank(s), "
-            f"{sum(p.numel() for p in job.parameters)} trainable parameters, steps {first_step}..{total}"
+            f"{sum(p.numel() for p in job.parameters)} trainable parameters, steps {first_step}..{total}, "
+            f"{sharding.describe()}"
         )
 
     for step in range(first_step, total + 1):
@@ -100,27 +103,37 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
                 f"loss {metrics['loss']:+.3e} kl {metrics['kl']:.2e} clip {metrics['clip_frac']:.2f} "
                 f"grad {metrics['grad_norm']:.2e} time {metrics['time/step']:.2f}s"
             )
-        if dist.is_main and spec.samples.count > 0 and (step % spec.samples.every == 0 or step == total):
+        # Under FSDP every rank runs the eval forwards (each gathers the sharded weights with the others).
+        evaluating = spec.samples.count > 0 and (step % spec.samples.every == 0 or step == total)
+        if evaluating and (dist.is_main or sharding.fsdp):
             evaluate(job, step, output_dir, reporter)
-            post_train_samples(result, batch, output_dir, reporter)
-        if spec.checkpoint.every and step % spec.checkpoint.every == 0 and step < total:
             if dist.is_main:
-                path = save_checkpoint(output_dir, step, job.policy, job.optimizer)
-                if reporter:
-                    reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
+                post_train_samples(result, batch, output_dir, reporter)
+        if spec.checkpoint.every and step % spec.checkpoint.every == 0 and step < total:
+            checkpoint_step(job, output_dir, step, reporter)
             dist.barrier()
 
+    if spec.checkpoint.every and total % spec.checkpoint.every == 0:
+        checkpoint_step(job, output_dir, total, reporter)
+    weights = full_state(job.policy) if sharding.fsdp else None
     if dist.is_main:
-        if spec.checkpoint.every and total % spec.checkpoint.every == 0:
-            path = save_checkpoint(output_dir, total, job.policy, job.optimizer)
-            if reporter:
-                reporter.artifact("checkpoint", path.name, total, str(path.relative_to(output_dir)))
-        export_model(job.policy, output_dir / "model")
+        export_model(job.policy, output_dir / "model", weights)
         if reporter:
             reporter.artifact("model", "model", total, "model")
             reporter.close()
     dist.barrier()
     dist.close()
+
+
+def checkpoint_step(job: TrainingJob, output_dir: Path, step: int, reporter: Reporter | None) -> None:
+    """Every rank gathers under FSDP; rank 0 writes."""
+    if not (job.dist.is_main or job.sharding.fsdp):
+        return
+    state = training_state(job.policy, job.optimizer, job.sharding.fsdp)
+    if job.dist.is_main:
+        path = save_checkpoint(output_dir, step, state)
+        if reporter:
+            reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
 
 
 def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, seconds: float) -> dict[str, float]:
@@ -141,6 +154,7 @@ def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, second
     metrics["time/step"] = seconds
     metrics["throughput/samples_per_s"] = len(rewards) / seconds
     metrics["memory/peak_bytes"] = float(peak_memory_bytes(dist.device))
+    metrics["sharding/fsdp"] = float(job.sharding.fsdp)
     return metrics
 
 
@@ -158,6 +172,8 @@ def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter |
     cond = job.conditioning(prompts)
     uncond = job.unconditional(len(prompts))
     images = sample_ode(job.family, job.policy, job.algorithm.sigmas, cond, uncond, spec.algorithm.cfg_scale, seeds)
+    if not job.dist.is_main:
+        return
     totals, _ = job.reward(images, prompts)
     folder = output_dir / "samples" / f"step-{step}"
     folder.mkdir(parents=True, exist_ok=True)

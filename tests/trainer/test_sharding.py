@@ -1,0 +1,89 @@
+"""DDP or FSDP: which one a job runs, and FSDP full fine-tuning trains as DDP does (FSDP2 on gloo)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.trainer.conftest import REPO, read_metrics, tiny_spec, write_spec
+from trainer.spec import parse_spec
+
+
+def sharding_of(world_size: int, **sections: Any) -> str:
+    from trainer.sharding import choose_sharding
+
+    return choose_sharding(parse_spec(tiny_spec(**sections)), world_size).strategy
+
+
+FULL = {"finetune": "full", "lora_rank": None}
+CUDA = {"devices": 2, "device_type": "cuda"}
+
+
+@pytest.mark.parametrize(
+    ("sections", "strategy"),
+    [
+        ({"model": FULL, "resources": CUDA}, "fsdp"),
+        ({"resources": CUDA}, "ddp"),
+        ({"model": FULL, "resources": {"devices": 2}}, "ddp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_retain"}}, "ddp"),
+        ({"model": {**FULL, "sharding": "ddp"}, "resources": CUDA}, "ddp"),
+        ({"model": {**FULL, "sharding": "fsdp"}, "resources": {"devices": 2}}, "fsdp"),
+    ],
+    ids=["full-cuda", "lora-cuda", "full-cpu", "full-cuda-lean", "forced-ddp", "forced-fsdp-cpu"],
+)
+def test_auto_takes_fsdp_only_for_full_fine_tuning_on_cuda_with_native(sections: dict, strategy: str) -> None:
+    assert sharding_of(2, **sections) == strategy
+
+
+def test_one_rank_shards_nothing() -> None:
+    assert sharding_of(1, model=FULL, resources={"device_type": "cuda"}) == "single"
+
+
+def torchrun_full(tmp_path: Path, sfumato_home: Path, sharding: str) -> tuple[str, Path]:
+    spec = tiny_spec(
+        model={**FULL, "sharding": sharding},
+        algorithm={"total_steps": 2, "sampling_steps": 3, "group_size": 2, "learning_rate": 0.01, "kl_beta": 0.04},
+        resources={"devices": 2},
+        samples={"count": 0},
+        checkpoint={"every": 0},
+    )
+    out = tmp_path / sharding
+    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
+    env.pop("SFUMATO_API_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "trainer", "run", "--spec", str(write_spec(tmp_path / f"{sharding}.json", spec)),
+         "--output-dir", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, out
+
+
+@pytest.mark.slow
+def test_fsdp_full_fine_tuning_matches_ddp_and_exports_an_unsharded_model(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    import torch
+    from diffusers import SD3Transformer2DModel
+
+    ddp_log, ddp = torchrun_full(tmp_path, sfumato_home, "ddp")
+    fsdp_log, fsdp = torchrun_full(tmp_path, sfumato_home, "fsdp")
+    assert "sharding ddp" in ddp_log and "sharding fsdp" in fsdp_log
+    ddp_metrics, fsdp_metrics = read_metrics(ddp), read_metrics(fsdp)
+    assert [m["sharding/fsdp"] for m in fsdp_metrics] == [1.0, 1.0]
+    for expected, got in zip(ddp_metrics, fsdp_metrics, strict=True):
+        for key in ("loss", "kl", "grad_norm", "reward/mean"):
+            assert got[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-9), key
+    ddp_model = SD3Transformer2DModel.from_pretrained(ddp / "model")
+    fsdp_model = SD3Transformer2DModel.from_pretrained(fsdp / "model")
+    original = SD3Transformer2DModel.from_pretrained(tiny_model_dir / "transformer")
+    moved = [(p - o).abs().max() for p, o in zip(fsdp_model.parameters(), original.parameters(), strict=True)]
+    assert max(moved) > 1e-4  # two steps at lr 1e-2 moved the weights
+    for (name, a), b in zip(ddp_model.state_dict().items(), fsdp_model.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, atol=2e-5, rtol=0, msg=name)

@@ -1,0 +1,111 @@
+"""How the ranks hold the transformer: full replicas with averaged gradients (DDP), or FSDP2 shards.
+
+DDP keeps a whole copy per rank and averages gradients in one coalesced all-reduce
+(``TrainingJob.synchronize_gradients``): right for LoRA, whose adapter is small, and for small models.
+FSDP2 (``torch.distributed.fsdp.fully_shard``) splits weights, gradients and optimizer state over the
+ranks and reduce-scatters gradients during backward: what full fine-tuning of a real model needs on
+CUDA. Checkpoints and the exported model are gathered back to ordinary full tensors, so a job saved
+under one strategy resumes and loads under the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from trainer.spec import JobSpec
+
+Strategy = Literal["single", "ddp", "fsdp"]
+
+
+@dataclass(frozen=True)
+class Sharding:
+    strategy: Strategy
+    reason: str
+
+    @property
+    def fsdp(self) -> bool:
+        return self.strategy == "fsdp"
+
+    def describe(self) -> str:
+        return f"sharding {self.strategy} ({self.reason})"
+
+
+def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
+    """``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under
+    the native executor (the other executors rescale and buffer gradients themselves)."""
+    requested = spec.model.sharding
+    if world_size == 1:
+        return Sharding("single", "one rank")
+    if requested != "auto":
+        return Sharding(requested, f"model.sharding is {requested!r}")
+    if spec.model.finetune != "full":
+        return Sharding("ddp", "LoRA: the adapter is small")
+    if spec.resources.device_type != "cuda":
+        return Sharding("ddp", "auto on CPU")
+    if spec.executor.name != "native":
+        return Sharding("ddp", f"executor {spec.executor.name} handles gradients itself")
+    return Sharding("fsdp", "full fine-tuning on CUDA")
+
+
+def shard_module(module: nn.Module) -> None:
+    """FSDP2 in place: each transformer block its own unit (gathered only while it runs), then the rest."""
+    from torch.distributed.fsdp import fully_shard
+
+    for name, child in module.named_modules():
+        if isinstance(child, nn.ModuleList) and name.rsplit(".", 1)[-1].endswith("blocks"):
+            for block in child:
+                fully_shard(block)
+    fully_shard(module)
+
+
+def full_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Every weight as a full CPU tensor on rank 0 (other ranks get an empty dict); a collective."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(module, options=options)
+
+
+def load_full_state(module: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Shard a full state dict (read by every rank) into the FSDP module; a collective."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    set_model_state_dict(module, state, options=StateDictOptions(full_state_dict=True))
+
+
+def full_optimizer_state(module: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """The optimizer state keyed by parameter name, with full tensors, on rank 0; a collective."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_optimizer_state_dict(module, optimizer, options=options)
+
+
+def load_full_optimizer_state(module: nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    set_optimizer_state_dict(module, optimizer, state, options=StateDictOptions(full_state_dict=True))
+
+
+def local_value(tensor: torch.Tensor) -> torch.Tensor:
+    """A replicated DTensor (FSDP's gradient norm) as a plain tensor; a plain tensor as itself."""
+    from torch.distributed.tensor import DTensor
+
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+
+def plain_copy(module: nn.Module, weights: dict[str, torch.Tensor]) -> nn.Module:
+    """An ordinary (unsharded) instance of the FSDP module's own class holding ``weights``, for export."""
+    from torch.distributed.fsdp import FSDPModule
+
+    plain_class = next(c for c in type(module).__mro__ if not issubclass(c, FSDPModule))
+    plain = plain_class.from_config(module.config)  # type: ignore[attr-defined]
+    dtype = next(iter(weights.values())).dtype
+    if plain.dtype != dtype:
+        plain.to(dtype)
+    plain.load_state_dict(weights)
+    return plain
