@@ -54,6 +54,10 @@ ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
     "flash_grpo": frozenset({"candidate_steps"}),
 }
 
+# Wan's pixel sizes: VAE scale × transformer patch in space, VAE scale in time (frames are 4k+1).
+WAN_PIXELS_PER_TOKEN = 16
+WAN_FRAMES_PER_LATENT = 4
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -120,6 +124,17 @@ class ModelSpec(_Section):
     )
     dtype: Literal["float32", "bfloat16"] = "float32"
     gradient_checkpointing: bool = False
+    sharding: Literal["auto", "ddp", "fsdp"] = Field(
+        "auto",
+        description="how ranks hold the weights: 'ddp' (a full replica each, gradients all-reduced), 'fsdp' "
+        "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with the native executor), "
+        "'auto' (fsdp for full fine-tuning on CUDA with the native executor, ddp otherwise)",
+    )
+    height: int | None = Field(None, ge=16, le=4096, description="wan: frame height in pixels (default: the model's)")
+    width: int | None = Field(None, ge=16, le=4096, description="wan: frame width in pixels (default: the model's)")
+    num_frames: int | None = Field(
+        None, ge=1, le=1025, description="wan: frames per video, of the form 4k+1 (default: the model's)"
+    )
 
     @field_validator("path")
     @classmethod
@@ -147,6 +162,27 @@ class ModelSpec(_Section):
                 self.lora_rank = 4
             if self.lora_alpha is None:
                 self.lora_alpha = float(2 * self.lora_rank)
+            if self.sharding == "fsdp":
+                message = "'fsdp' shards full fine-tuning; a LoRA adapter is small and trains under 'ddp' or 'auto'"
+                raise SpecError("sharding", message)
+        return self
+
+    @model_validator(mode="after")
+    def _video_size(self) -> ModelSpec:
+        """Wan's VAE compresses 8× in space and 4× in time and its transformer patches 2×2: WanPipeline's
+        sizes. A checkpoint with other factors is checked again against its own configs when it loads."""
+        if self.family != "wan":
+            for name in ("height", "width", "num_frames"):
+                if getattr(self, name) is not None:
+                    raise SpecError(name, f"applies only to family 'wan', not {self.family!r}")
+            return self
+        for name in ("height", "width"):
+            value = getattr(self, name)
+            if value is not None and value % WAN_PIXELS_PER_TOKEN:
+                multiple = WAN_PIXELS_PER_TOKEN
+                raise SpecError(name, f"must be a multiple of {multiple} (VAE scale 8 × patch 2); got {value}")
+        if self.num_frames is not None and (self.num_frames - 1) % WAN_FRAMES_PER_LATENT:
+            raise SpecError("num_frames", f"must be of the form 4k+1 (1, 5, 9, …, 81); got {self.num_frames}")
         return self
 
 
@@ -173,6 +209,13 @@ class AlgorithmSpec(_Section):
     window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
     candidate_steps: int | None = Field(
         None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from"
+    )
+    rollout_chunks: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="roll each rank's samples out in this many chunks, scoring a chunk's rewards on a background "
+        "thread while the next one samples (trained steps forward in the same chunks)",
     )
 
     @model_validator(mode="after")
@@ -367,6 +410,12 @@ class JobSpec(_Section):
     def _cross_section(self) -> JobSpec:
         if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
             raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
+        if self.model.sharding == "fsdp":
+            if self.world_size < 2:
+                raise SpecError("model.sharding", "'fsdp' shards over several ranks and this job has one device")
+            if self.executor.name != "native":
+                message = f"'fsdp' runs with the native executor only; {self.executor.name} handles gradients itself"
+                raise SpecError("model.sharding", message)
         return self
 
     @model_validator(mode="after")
