@@ -41,8 +41,9 @@ def test_existing_model_is_reused_not_rebuilt(tiny_model_dir: Path) -> None:
 
 def test_tokenizer_distinguishes_colour_words(tiny_model_dir: Path) -> None:
     family = SD3Family(tiny_model_dir, torch.device("cpu"), torch.float32)
-    ids = family.tokenizer(["a red apple", "a blue apple"]).input_ids
-    assert ids[0] != ids[1] and family.tokenizer.unk_token_id not in ids[0]
+    tokenizer = family.clip_tokenizers[0]
+    ids = tokenizer(["a red apple", "a blue apple"]).input_ids
+    assert ids[0] != ids[1] and tokenizer.unk_token_id not in ids[0]
 
 
 def _build_on_rank(rank: int, init_file: str, target: str) -> None:

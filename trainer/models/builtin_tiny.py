@@ -22,10 +22,18 @@ from trainer.models.word_tokenizer import SPECIAL_TOKENS, word_tokenizer
 from trainer.prompts import COLORS, OBJECTS
 
 BUILD_SEED = 1234
+# Raised whenever a tiny model's layout changes, so a cached older build is rebuilt.
+TINY_VERSION = 2
 LATENT_SIZE = 8
-TEXT_HIDDEN = 32
-TEXT_PROJECTION = 32
 MAX_TOKENS = 16
+# SD3's text stack in miniature: CLIP-L and CLIP-G (penultimate states side by side, 16 + 8 wide,
+# zero-padded to T5's 32) and T5; the pooled embedding is both projections side by side.
+CLIP_L_HIDDEN = 16
+CLIP_G_HIDDEN = 8
+CLIP_PROJECTION = 16
+T5_HIDDEN = 32
+TEXT_HIDDEN = T5_HIDDEN
+TEXT_PROJECTION = 2 * CLIP_PROJECTION
 
 TRANSFORMER_CONFIG = {
     "sample_size": LATENT_SIZE,
@@ -41,12 +49,14 @@ TRANSFORMER_CONFIG = {
     "pos_embed_max_size": LATENT_SIZE,
 }
 
-def text_encoder_config() -> dict:
+
+def text_encoder_config(hidden: int = CLIP_L_HIDDEN) -> dict:
+    """A CLIP text encoder with projection (CLIP-L's layout; CLIP-G's differs only in width)."""
     return {
         "vocab_size": len(vocabulary()),
-        "hidden_size": TEXT_HIDDEN,
-        "intermediate_size": 64,
-        "projection_dim": TEXT_PROJECTION,
+        "hidden_size": hidden,
+        "intermediate_size": 4 * hidden,
+        "projection_dim": CLIP_PROJECTION,
         "num_hidden_layers": 2,
         "num_attention_heads": 2,
         "max_position_embeddings": MAX_TOKENS,
@@ -77,18 +87,26 @@ def ensure_builtin_tiny(cache_dir: Path | None = None, family: str = "sd3") -> P
     first rank to take the lock (or a second node's rank 0) may be any rank.
     """
     target = cache_dir or default_cache_dir(family)
-    if (target / "model_index.json").exists():
+    if is_current(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "model_index.json").exists():
+        if not is_current(target):
             staging = target.parent / f".{target.name}.building-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
             build_in_fresh_process(staging, family)
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
     return target
+
+
+def is_current(directory: Path) -> bool:
+    """A complete build of this layout version (an older one is rebuilt)."""
+    import json
+
+    index = directory / "model_index.json"
+    return index.exists() and json.loads(index.read_text()).get("version") == TINY_VERSION
 
 
 def build_in_fresh_process(directory: Path, family: str) -> None:
@@ -108,15 +126,30 @@ def build_tiny(directory: Path, family: str = "sd3") -> None:
     torch.manual_seed(BUILD_SEED)
     builders = {"sd3": build_tiny_sd3, "flux": build_tiny_flux, "wan": build_tiny_wan}
     builders[family](directory, vocabulary())
-    index = {"_class_name": f"SfumatoTiny{family.upper()}", "family": family, "seed": BUILD_SEED}
+    index = {
+        "_class_name": f"SfumatoTiny{family.upper()}",
+        "family": family,
+        "seed": BUILD_SEED,
+        "version": TINY_VERSION,
+    }
     (directory / "model_index.json").write_text(json.dumps(index, indent=2))
 
 
 def build_tiny_sd3(directory: Path, words: list[str]) -> None:
+    """StableDiffusion3Pipeline's layout: the transformer, the VAE, and three text encoders with tokenizers."""
     from diffusers import SD3Transformer2DModel
-    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
 
     SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
-    CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config())).save_pretrained(directory / "text_encoder")
-    word_tokenizer(words, MAX_TOKENS).save_pretrained(directory / "tokenizer")
+    tokenizer = word_tokenizer(words, MAX_TOKENS)
+    for suffix, hidden in (("", CLIP_L_HIDDEN), ("_2", CLIP_G_HIDDEN)):
+        clip = CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config(hidden)))
+        clip.save_pretrained(directory / f"text_encoder{suffix}")
+        tokenizer.save_pretrained(directory / f"tokenizer{suffix}")
+    t5 = T5Config(
+        vocab_size=len(tokenizer), d_model=T5_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
+        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
+    )  # fmt: skip
+    T5EncoderModel(t5).save_pretrained(directory / "text_encoder_3")
+    tokenizer.save_pretrained(directory / "tokenizer_3")

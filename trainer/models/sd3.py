@@ -1,7 +1,10 @@
-"""The SD3 family: ``SD3Transformer2DModel`` with one CLIP text encoder (the built-in tiny layout).
+"""The SD3 family: ``SD3Transformer2DModel`` with SD3's three text encoders.
 
-Real SD3 checkpoints ship three text encoders; this loader reads the ``text_encoder`` /
-``tokenizer`` pair only, which is exactly the built-in tiny model's layout.
+Prompt embeddings are built as ``StableDiffusion3Pipeline.encode_prompt`` builds them: the
+penultimate hidden states of CLIP-L (``text_encoder``) and CLIP-G (``text_encoder_2``) side by
+side, zero-padded to the T5 width and followed along the sequence by T5's (``text_encoder_3``);
+the pooled embedding is both CLIPs' projections side by side. T5 is optional, as in diffusers:
+without ``text_encoder_3`` its part is zeros of the pipeline's sequence length.
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.spec import SpecError
+
+T5_SEQUENCE = 256  # StableDiffusion3Pipeline's default max_sequence_length
+CLIP_SEQUENCE = 77  # the pipeline's CLIP length when a tokenizer does not say
 
 
 class SD3Family(ModelFamily):
@@ -19,29 +26,60 @@ class SD3Family(ModelFamily):
 
     def __init__(self, directory: Path, device: torch.device, dtype: torch.dtype) -> None:
         from diffusers import AutoencoderKL, SD3Transformer2DModel
-        from transformers import AutoTokenizer, CLIPTextModelWithProjection
+        from transformers import AutoTokenizer, CLIPTextModelWithProjection, T5EncoderModel
 
+        for part in ("text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2"):
+            if not (directory / part).is_dir():
+                message = f"an SD3 directory has CLIP-L and CLIP-G text encoders; {directory} has no {part}/"
+                raise SpecError("model.path", message)
         self.device = device
         transformer = SD3Transformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
         self.vae = AutoencoderKL.from_pretrained(directory / "vae").to(device).eval().requires_grad_(False)
-        text_encoder = CLIPTextModelWithProjection.from_pretrained(directory / "text_encoder")
-        self.text_encoder = text_encoder.to(device).eval().requires_grad_(False)
-        self.tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
+        self.clips = [
+            CLIPTextModelWithProjection.from_pretrained(directory / name).to(device).eval().requires_grad_(False)
+            for name in ("text_encoder", "text_encoder_2")
+        ]
+        self.clip_tokenizers = [
+            AutoTokenizer.from_pretrained(directory / name) for name in ("tokenizer", "tokenizer_2")
+        ]
+        self.t5: nn.Module | None = None
+        self.t5_sequence = T5_SEQUENCE
+        if (directory / "text_encoder_3").is_dir():
+            self.t5 = (
+                T5EncoderModel.from_pretrained(directory / "text_encoder_3").to(device).eval().requires_grad_(False)
+            )
+            self.t5_tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer_3")
+            self.t5_sequence = min(T5_SEQUENCE, self.t5_tokenizer.model_max_length)
         size = self.transformer.config.sample_size
         self.latent_shape = (self.transformer.config.in_channels, size, size)
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
-        tokens = self.tokenizer(
-            prompts,
-            padding="max_length",
-            max_length=self.tokenizer.model_max_length,
-            truncation=True,
+        hidden, pooled = zip(*(self.clip_embeddings(index, prompts) for index in range(2)), strict=True)
+        clip_hidden = torch.cat(hidden, dim=-1)
+        t5_hidden = self.t5_embeddings(prompts)
+        clip_hidden = nn.functional.pad(clip_hidden, (0, t5_hidden.shape[-1] - clip_hidden.shape[-1]))
+        return Conditioning(torch.cat([clip_hidden, t5_hidden], dim=-2), torch.cat(pooled, dim=-1))
+
+    def clip_embeddings(self, index: int, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(penultimate hidden states, pooled projection) of CLIP-L (0) or CLIP-G (1)."""
+        tokenizer, encoder = self.clip_tokenizers[index], self.clips[index]
+        # The pipeline pads both CLIPs to the first tokenizer's length.
+        length = getattr(self.clip_tokenizers[0], "model_max_length", CLIP_SEQUENCE)
+        tokens = tokenizer(prompts, padding="max_length", max_length=length, truncation=True, return_tensors="pt")
+        out = encoder(tokens.input_ids.to(self.device), output_hidden_states=True)
+        return out.hidden_states[-2], out[0]
+
+    def t5_embeddings(self, prompts: list[str]) -> torch.Tensor:
+        if self.t5 is None:
+            width = self.transformer.config.joint_attention_dim
+            return torch.zeros(len(prompts), self.t5_sequence, width, device=self.device)
+        tokens = self.t5_tokenizer(
+            prompts, padding="max_length", max_length=self.t5_sequence, truncation=True, add_special_tokens=True,
             return_tensors="pt",
-        ).to(self.device)
-        out = self.text_encoder(input_ids=tokens.input_ids)
-        return Conditioning(out.last_hidden_state, out.text_embeds)
+        )  # fmt: skip
+        return self.t5(tokens.input_ids.to(self.device))[0]
 
     def forward(self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
         dtype = x.dtype
