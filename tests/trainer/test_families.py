@@ -47,12 +47,26 @@ def test_flux_velocity_has_the_latent_shape_and_follows_the_prompt(tiny_family_d
     assert v.shape == x.shape and not torch.allclose(v[0], v[1])
 
 
-def test_wan_decodes_videos_and_rewards_average_their_frames(tiny_family_dirs: dict[str, Path]) -> None:
-    family = WanFamily(tiny_family_dirs["wan"], torch.device("cpu"), torch.float32)
+def test_wan_videos_have_the_specs_size_and_rewards_average_their_frames(tiny_family_dirs: dict[str, Path]) -> None:
+    family = WanFamily(tiny_family_dirs["wan"], torch.device("cpu"), torch.float32, (48, 32, 9))
+    assert family.latent_shape == (4, 3, 6, 4)
     video = family.decode(torch.randn(2, *family.latent_shape))
-    assert video.dim() == 5 and video.shape[0] == 2 and video.shape[2] == 3
+    assert video.shape == (2, 9, 3, 48, 32)
     total, _ = WeightedReward([RewardSpec(name="brightness")], torch.device("cpu"))(video, ["a", "b"])
     assert torch.allclose(total, video.mean(dim=(1, 2, 3, 4)))
+
+
+@pytest.mark.parametrize(
+    ("size", "field"), [((40, 32, 5), "model.height"), ((32, 24, 5), "model.width"), ((32, 32, 6), "model.num_frames")]
+)
+def test_a_wan_size_the_checkpoint_cannot_take_is_a_spec_error_naming_the_field(
+    tiny_family_dirs: dict[str, Path], size: tuple[int, int, int], field: str
+) -> None:
+    from trainer.spec import SpecError
+
+    with pytest.raises(SpecError) as error:
+        WanFamily(tiny_family_dirs["wan"], torch.device("cpu"), torch.float32, size)
+    assert error.value.field == field
 
 
 def test_a_directory_of_another_familys_pipeline_is_a_spec_error_naming_the_path(tmp_path: Path) -> None:
@@ -66,3 +80,12 @@ def test_a_directory_of_another_familys_pipeline_is_a_spec_error_naming_the_path
         parse_spec({"model": {"family": "flux", "path": str(tmp_path)}})
     (problem,) = spec_errors(error.value)
     assert problem["field"] == "model.path" and "set model.family" in problem["message"]
+
+
+def test_wan_takes_the_specs_size_else_the_tiny_models_or_the_pipelines() -> None:
+    from trainer.models.loading import video_size
+    from trainer.models.wan import PIPELINE_SIZE
+    from trainer.spec import ModelSpec
+
+    assert video_size(ModelSpec(family="wan", num_frames=9, height=64)) == (64, 32, 9)
+    assert video_size(ModelSpec(family="wan", path="Wan-AI/Wan2.1-T2V-1.3B-Diffusers")) == PIPELINE_SIZE

@@ -39,9 +39,19 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
     else:
         from trainer.models.wan import WanFamily
 
-        family = WanFamily(directory, device, dtype)
+        family = WanFamily(directory, device, dtype, video_size(spec))
     prepare_finetune(family, spec)
     return family
+
+
+def video_size(spec: ModelSpec) -> tuple[int, int, int]:
+    """(height, width, frames): the spec's, else the built-in tiny model's or WanPipeline's defaults."""
+    from trainer.models import tiny_wan
+    from trainer.models.wan import PIPELINE_SIZE
+
+    tiny = spec.path == BUILTIN_MODEL_PATH
+    height, width, frames = (tiny_wan.HEIGHT, tiny_wan.WIDTH, tiny_wan.NUM_FRAMES) if tiny else PIPELINE_SIZE
+    return spec.height or height, spec.width or width, spec.num_frames or frames
 
 
 def prepare_finetune(family: ModelFamily, spec: ModelSpec) -> None:

@@ -1,10 +1,11 @@
 """The built-in tiny Wan model: ``WanTransformer3DModel`` with WanPipeline's component layout.
 
-Video latents are 4 channels × 2 frames × 8 × 8. The VAE is a tiny ``AutoencoderKLWan`` (the real
-video VAE class, so real checkpoints take the same decode path): 2 latent frames decode to
-3 frames of 32 × 32 px (one temporal upsampling). Its weights are random, so unlike the SD3 and FLUX
-tiny models its colours barely follow the latents: it checks the plumbing, not learning.
-The text encoder is a tiny UMT5 on the word-level tokenizer.
+The VAE is a tiny ``AutoencoderKLWan`` with Wan's compression, 8× in space and 4× in time (the
+real video VAE class, so real checkpoints take the same decode path), and the transformer patches
+2 × 2 as Wan does: the default 5 frames of 32 × 32 px are 4 channels × 2 latent frames × 4 × 4, and
+every size the spec allows for Wan (``model.height``/``width``/``num_frames``) fits. Its weights are
+random, so unlike the SD3 and FLUX tiny models its colours barely follow the latents: it checks the
+plumbing, not learning. The text encoder is a tiny UMT5 on the word-level tokenizer.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 from trainer.models.tiny_vae import LATENT_CHANNELS
 from trainer.models.word_tokenizer import word_tokenizer
 
-LATENT_FRAMES = 2
-LATENT_SIZE = 8
+HEIGHT = 32
+WIDTH = 32
+NUM_FRAMES = 5
 TEXT_HIDDEN = 32
 MAX_TOKENS = 16
 
@@ -35,9 +37,11 @@ TRANSFORMER_CONFIG = {
 VAE_CONFIG = {
     "base_dim": 8,
     "z_dim": LATENT_CHANNELS,
-    "dim_mult": [1, 1, 1],
+    "dim_mult": [1, 1, 1, 1],
     "num_res_blocks": 1,
-    "temperal_downsample": [False, True],
+    "temperal_downsample": [False, True, True],
+    "scale_factor_spatial": 8,
+    "scale_factor_temporal": 4,
     "latents_mean": [0.0] * LATENT_CHANNELS,
     "latents_std": [1.0] * LATENT_CHANNELS,
 }
@@ -52,8 +56,15 @@ def build_tiny_wan(directory: Path, words: list[str]) -> None:
     WanTransformer3DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     AutoencoderKLWan(**VAE_CONFIG).save_pretrained(directory / "vae")
     umt5 = UMT5Config(
-        vocab_size=len(tokenizer), d_model=TEXT_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
-        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
+        vocab_size=len(tokenizer),
+        d_model=TEXT_HIDDEN,
+        d_kv=8,
+        d_ff=64,
+        num_layers=1,
+        num_heads=4,
+        pad_token_id=0,
+        eos_token_id=3,
+        decoder_start_token_id=0,
     )
     UMT5EncoderModel(umt5).save_pretrained(directory / "text_encoder")
     tokenizer.save_pretrained(directory / "tokenizer")

@@ -2,8 +2,10 @@
 and the ``AutoencoderKLWan`` video VAE.
 
 Prompt embeddings are zeroed past each prompt's length, as WanPipeline does. The transformer
-takes the timestep 1000σ. ``decode`` returns videos [B, F, 3, H, W]; rewards score every frame
-and average (``trainer/rewards/registry.py``).
+takes the timestep 1000σ. Videos are ``num_frames`` × ``height`` × ``width`` pixels, checked here
+against the checkpoint's own VAE scale factors and patch size (the spec checks Wan 2.1's: 8 × 2
+in space, 4 in time). ``decode`` returns videos [B, F, 3, H, W]; rewards score every frame and
+average (``trainer/rewards/registry.py``).
 """
 
 from __future__ import annotations
@@ -14,16 +16,19 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.spec import SpecError
+
+PIPELINE_SIZE = (480, 832, 81)  # WanPipeline's default height, width and frames
 
 
 class WanFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
 
-    def __init__(self, directory: Path, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(
+        self, directory: Path, device: torch.device, dtype: torch.dtype, size: tuple[int, int, int] = PIPELINE_SIZE
+    ) -> None:
         from diffusers import AutoencoderKLWan, WanTransformer3DModel
         from transformers import AutoTokenizer, UMT5EncoderModel
-
-        from trainer.models.tiny_wan import LATENT_FRAMES, LATENT_SIZE
 
         self.device = device
         transformer = WanTransformer3DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
@@ -32,14 +37,29 @@ class WanFamily(ModelFamily):
         encoder = UMT5EncoderModel.from_pretrained(directory / "text_encoder")
         self.text_encoder = encoder.to(device).eval().requires_grad_(False)
         self.tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
-        # The spec has no resolution yet: every Wan checkpoint runs at the tiny model's latent size.
-        self.latent_shape = (self.transformer.config.in_channels, LATENT_FRAMES, LATENT_SIZE, LATENT_SIZE)
+        self.latent_shape = (self.transformer.config.in_channels, *self.latent_size(*size))
+
+    def latent_size(self, height: int, width: int, frames: int) -> tuple[int, int, int]:
+        """(latent frames, latent height, latent width) for a video size this checkpoint can take."""
+        temporal, spatial = self.vae.config.scale_factor_temporal, self.vae.config.scale_factor_spatial
+        patch_frames, patch_height, patch_width = self.transformer.config.patch_size
+        if (frames - 1) % temporal or ((frames - 1) // temporal + 1) % patch_frames:
+            raise SpecError("model.num_frames", f"this checkpoint needs {temporal}k+1 frames; got {frames}")
+        for name, pixels, patch in (("height", height, patch_height), ("width", width, patch_width)):
+            if pixels % (spatial * patch):
+                message = f"this checkpoint needs a multiple of {spatial * patch} (VAE {spatial} × patch {patch})"
+                raise SpecError(f"model.{name}", f"{message}; got {pixels}")
+        return (frames - 1) // temporal + 1, height // spatial, width // spatial
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
         tokens = self.tokenizer(
-            prompts, padding="max_length", max_length=self.tokenizer.model_max_length, truncation=True,
-            return_attention_mask=True, return_tensors="pt",
+            prompts,
+            padding="max_length",
+            max_length=self.tokenizer.model_max_length,
+            truncation=True,
+            return_attention_mask=True,
+            return_tensors="pt",
         ).to(self.device)
         hidden = self.text_encoder(tokens.input_ids, tokens.attention_mask).last_hidden_state
         return Conditioning(hidden * tokens.attention_mask.unsqueeze(-1))
