@@ -44,6 +44,8 @@ from server.db import scratch_postgres_database
 from server.main import create_app
 from server.migrate import upgrade
 from server.models import Job, JobEvent, LogLine, Membership, Team, User
+from server.services import metric_blocks
+from server.services.current_points import record_first_step
 from web.pages.job_detail import CHARTS
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -92,15 +94,22 @@ def spec_for(name: str, executor: str) -> dict[str, Any]:
     }
 
 
-def metric_rows(job_id: int, keys: list[str], steps: int, speed: float) -> Iterator[str]:
-    """COPY text rows: job_id, key, step, attempt, value, wall_time, superseded."""
+def store_metrics(session: Any, job_id: int, keys: list[str], steps: int, speed: float) -> None:
+    """The job's points through the ingestion service's block writer, 1,000 steps per batch."""
     start = 1_732_870_000.0
-    for step in range(steps):
-        wall = start + step * 6.0 / speed
-        base = 0.3 + 0.4 * (1 - math.exp(-step / (steps / 5))) + 0.02 * math.sin(step * 0.37)
-        for i, key in enumerate(keys):
-            value = base * (1 + 0.1 * i) + 0.01 * math.sin(step * (i + 1) * 0.013)
-            yield f"{job_id}\t{key}\t{step}\t1\t{value!r}\t{wall!r}\tf\n"
+    for first in range(0, steps, 1000):
+        columns: dict[str, tuple[list[int], list[float], list[float]]] = {key: ([], [], []) for key in keys}
+        for step in range(first, min(first + 1000, steps)):
+            wall = start + step * 6.0 / speed
+            base = 0.3 + 0.4 * (1 - math.exp(-step / (steps / 5))) + 0.02 * math.sin(step * 0.37)
+            for i, key in enumerate(keys):
+                column = columns[key]
+                column[0].append(step)
+                column[1].append(base * (1 + 0.1 * i) + 0.01 * math.sin(step * (i + 1) * 0.013))
+                column[2].append(wall)
+        record_first_step(session, job_id, 1, first)
+        metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints.from_columns(columns))
+        session.commit()
 
 
 def copy_rows(raw: Any, statement: str, rows: Iterator[str]) -> None:
@@ -162,13 +171,12 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
         session.commit()
         ids = [job.id for job in made]
 
+    with app.state.sessionmaker() as session:
+        store_metrics(session, ids[0], BIG_KEYS, BIG_STEPS, 1.0)
+        for n, job_id in enumerate(ids[1:], start=1):
+            store_metrics(session, job_id, BIG_KEYS[:15], SMALL_STEPS, 1 + (n % 4) * 0.2)
     raw = app.state.engine.raw_connection()
     try:
-        columns = "metrics (job_id, key, step, attempt, value, wall_time, superseded)"
-        copy_rows(raw, f"COPY {columns} FROM STDIN", metric_rows(ids[0], BIG_KEYS, BIG_STEPS, 1.0))
-        small = BIG_KEYS[:15]
-        for n, job_id in enumerate(ids[1:], start=1):
-            copy_rows(raw, f"COPY {columns} FROM STDIN", metric_rows(job_id, small, SMALL_STEPS, 1 + (n % 4) * 0.2))
         folder = f"jobs/{ids[0]}/samples"
         sample_rows = (
             f"{ids[0]}\t1\t{step * 500}\teval\ta prompt about {p} colours\t{seed}\t{0.3 + step / 1000!r}\t"
@@ -186,8 +194,8 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
         raw.close()
     with app.state.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))  # what autovacuum does soon after a bulk load
-        points = conn.scalar(text("SELECT count(*) FROM metrics"))
-        big_points = conn.scalar(text("SELECT count(*) FROM metrics WHERE job_id = :j"), {"j": ids[0]})
+        points = conn.scalar(text("SELECT sum(n) FROM metric_blocks"))
+        big_points = conn.scalar(text("SELECT sum(n) FROM metric_blocks WHERE job_id = :j"), {"j": ids[0]})
         samples = conn.scalar(text("SELECT count(*) FROM samples WHERE job_id = :j"), {"j": ids[0]})
     return {"ids": ids, "big": ids[0], "points": points, "big_points": big_points, "samples": samples}
 

@@ -5,7 +5,7 @@ from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.host import HOST_STATES, Allocation, Device, Host
 from server.models.job import ACTIVE_STATES, JOB_STATES, TERMINAL_STATES, Artifact, Job, JobEvent
-from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, Metric, MetricBlock, Sample
+from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
 
 __all__ = [
     "ACTIVE_STATES",
@@ -26,7 +26,7 @@ __all__ = [
     "JobEvent",
     "LogLine",
     "Membership",
-    "Metric",
+    "MetricAttempt",
     "MetricBlock",
     "Sample",
     "Team",

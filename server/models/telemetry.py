@@ -4,28 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from server.models.base import Base, utcnow
-
-
-class Metric(Base):
-    """One point, stored once under its natural key (job, key, step, attempt).
-
-    `job_id` has no foreign key (migration 0005): PostgreSQL would check it row by row, which cost more
-    than storing the point. Points arrive only through their job's authenticated ingestion endpoint.
-    """
-
-    __tablename__ = "metrics"
-
-    job_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key: Mapped[str] = mapped_column(String(200), primary_key=True)
-    step: Mapped[int] = mapped_column(Integer, primary_key=True)
-    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
-    value: Mapped[float] = mapped_column(Float)
-    wall_time: Mapped[float] = mapped_column(Float)
-    superseded: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Sample(Base):
@@ -59,32 +41,43 @@ class LogLine(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-METRIC_BLOCK_STEPS = 16
+METRIC_BLOCK_STEPS = 256
 
 
 class MetricBlock(Base):
-    """A rollup of one key's current points in steps [block·16, block·16 + 16): count, sum, first, minimum,
-    maximum and last point. Database triggers keep it (migration 0003): an insert merges the new points, an
-    update that supersedes points marks the block dirty, and readers recompute dirty blocks from `metrics`
-    (services.metric_blocks). Charts over a million points read these instead of the points."""
+    """One key's points of one attempt in steps [block·256, block·256 + 256), packed in `points`, with the
+    figures charts need beside them: count, sum, first, minimum, maximum and last.
+
+    A point is stored once under its natural key (job, attempt, key, step): ingestion merges a batch into its
+    blocks and keeps what was already there. A chart over a million points reads ~4,000 rows of figures,
+    never the points; a live append or a short range unpacks a few blocks. Which attempt's points are
+    current is `MetricAttempt`'s business, not a flag on every point.
+    """
 
     __tablename__ = "metric_blocks"
-    __table_args__ = (
-        Index("ix_metric_blocks_dirty", "job_id", postgresql_where=text("dirty"), sqlite_where=text("dirty")),
-    )
 
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
     block: Mapped[int] = mapped_column(Integer, primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
     total: Mapped[float] = mapped_column(Float)
     first_step: Mapped[int] = mapped_column(Integer)
     first_wall: Mapped[float] = mapped_column(Float)
-    min_step: Mapped[int] = mapped_column(Integer)
-    min_value: Mapped[float] = mapped_column(Float)
-    max_step: Mapped[int] = mapped_column(Integer)
-    max_value: Mapped[float] = mapped_column(Float)
     last_step: Mapped[int] = mapped_column(Integer)
     last_value: Mapped[float] = mapped_column(Float)
     last_wall: Mapped[float] = mapped_column(Float)
-    dirty: Mapped[bool] = mapped_column(Boolean, default=False)
+    min_value: Mapped[float] = mapped_column(Float)
+    max_value: Mapped[float] = mapped_column(Float)
+    points: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class MetricAttempt(Base):
+    """The first step an attempt reported. An attempt's points and samples stop being current at the first
+    step of any later attempt (it resumed from a checkpoint there), so curves never double back."""
+
+    __tablename__ = "metric_attempts"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
+    first_step: Mapped[int] = mapped_column(Integer)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, union_all
+from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Job, LogLine, Metric, Sample
+from server.models import Job, LogLine, Sample
 from server.services.auth import Caller
-from server.services.metric_blocks import key_figures
+from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
 
 
@@ -40,70 +40,6 @@ def log_tail(session: Session, job_id: int, limit: int = 500) -> list[LogLine]:
 
 
 @dataclass
-class Point:
-    step: int
-    value: float
-    wall_time: float
-
-
-def latest_points(session: Session, job_id: int, keys: Sequence[str]) -> dict[str, Point]:
-    """The last current point of each key (the job page's table of latest values): one statement, a
-    primary-key probe per key."""
-    if not keys:
-        return {}
-    probes = []
-    for key in keys:
-        last = (
-            select(Metric.key, Metric.step, Metric.value, Metric.wall_time)
-            .where(Metric.job_id == job_id, Metric.key == key, Metric.superseded.is_(False))
-            .order_by(Metric.step.desc())
-            .limit(1)
-            .subquery()
-        )
-        probes.append(select(last))
-    rows = session.execute(union_all(*probes) if len(probes) > 1 else probes[0])
-    found = {key: Point(step, value, wall) for key, step, value, wall in rows}
-    return {key: found[key] for key in keys if key in found}
-
-
-def points_after(
-    session: Session, job_id: int, keys: Sequence[str], after_step: int, limit: int
-) -> dict[str, list[Point]]:
-    """Raw current points with step > after_step, per key, at most `limit` each: the live chart appends."""
-    out: dict[str, list[Point]] = {}
-    for key in keys:
-        rows = session.execute(
-            select(Metric.step, Metric.value, Metric.wall_time)
-            .where(Metric.job_id == job_id, Metric.key == key, Metric.step > after_step, Metric.superseded.is_(False))
-            .order_by(Metric.step)
-            .limit(limit)
-        ).all()
-        out[key] = [Point(*r) for r in rows]
-    return out
-
-
-def wall_times(session: Session, job_id: int, keys: Sequence[str], steps: Sequence[int]) -> dict[int, float]:
-    """When each step was reported (earliest point of the step among `keys`): the compare page's wall-clock
-    axis. Primary-key probes per (key, step), never a scan of the job's points."""
-    if not steps or not keys:
-        return {}
-    out: dict[int, float] = {}
-    for chunk in range(0, len(steps), 5000):
-        rows = session.execute(
-            select(Metric.step, func.min(Metric.wall_time))
-            .where(
-                Metric.job_id == job_id,
-                Metric.key.in_(keys),
-                Metric.step.in_(steps[chunk : chunk + 5000]),
-                Metric.superseded.is_(False),
-            )
-            .group_by(Metric.step)
-        )
-        out.update({step: wall for step, wall in rows})
-    return out
-
-
-@dataclass
 class JobFigures:
     """One job's row in the compare table."""
 
@@ -119,7 +55,7 @@ FIGURE_KEYS = ("reward/mean", "throughput/samples_per_s", "memory/peak_bytes")
 
 def job_figures(session: Session, job_id: int) -> JobFigures:
     """Final and best reward, mean throughput, peak memory and the wall-clock span of a job's metrics, from
-    the per-16-step rollups (services.metric_blocks): a few hundred rows however long the job ran."""
+    the blocks' figures (services.metric_reads): a few hundred rows however long the job ran."""
     figures = key_figures(session, job_id, FIGURE_KEYS)
     if not figures:
         figures = key_figures(session, job_id)  # none of those keys: the span of whatever it reported

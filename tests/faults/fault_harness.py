@@ -23,13 +23,14 @@ from typing import Any
 import httpx
 import pytest
 from platform_harness import TINY_SPEC, Platform, free_port, prepare
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.db import make_engine
 from server.migrate import upgrade
 from server.services.auth import ensure_admin
+from server.services.metric_reads import metric_history, metric_keys
 
 # Short clocks so a fault plays out in seconds: heartbeats, lost hosts, scheduler passes, lost tasks.
 FAST_CLOCKS = {
@@ -244,16 +245,17 @@ def live_metric_steps(cluster: Cluster, job_id: int, key: str = "reward/mean") -
 
 
 def stored_points(database_url: str, job_id: int) -> list[tuple[str, int, int, bool]]:
-    """Every stored metric row of a job: (key, step, attempt, superseded)."""
+    """Every stored metric point of a job, whichever attempt reported it: (key, step, attempt, superseded)."""
     engine = create_engine(database_url)
     try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                text("SELECT key, step, attempt, superseded FROM metrics WHERE job_id = :id"), {"id": job_id}
-            ).all()
+        with Session(engine) as session:
+            return [
+                (key, point.step, point.attempt, not point.current)
+                for key in metric_keys(session, job_id)
+                for point in metric_history(session, job_id, key, -1, 100_000)
+            ]
     finally:
         engine.dispose()
-    return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
 def free_ports(count: int) -> list[int]:

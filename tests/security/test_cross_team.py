@@ -7,7 +7,7 @@ from security_support import TwoTeams
 from server_harness import Harness
 from sqlalchemy import func, select
 
-from server.models import Artifact, AuditEvent, Job, LogLine, Metric, Sample
+from server.models import Artifact, AuditEvent, Job, LogLine, MetricBlock, Sample
 
 READS = ["", "/metrics?keys=loss", "/metrics/keys", "/samples", "/samples/{sample}/image", "/logs", "/artifacts"]
 
@@ -17,7 +17,7 @@ def _snapshot(harness: Harness, job_id: int) -> tuple[object, ...]:
         job = session.get_one(Job, job_id)
         counts = tuple(
             session.scalar(select(func.count()).select_from(model).where(model.job_id == job_id))
-            for model in (Metric, Sample, LogLine, Artifact, AuditEvent)
+            for model in (MetricBlock, Sample, LogLine, Artifact, AuditEvent)
         )
         return (job.status, job.cancel_requested, job.attempt, job.name, *counts)
 

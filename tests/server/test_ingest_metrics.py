@@ -7,7 +7,7 @@ from typing import Any
 from server_harness import Harness
 from sqlalchemy import func, select
 
-from server.models import Metric
+from server.models import MetricBlock
 
 
 def _batch(
@@ -22,7 +22,7 @@ def _batch(
 
 def _stored_points(harness: Harness, job_id: int) -> int:
     with harness.session() as session:
-        return session.scalar(select(func.count()).select_from(Metric).where(Metric.job_id == job_id)) or 0
+        return session.scalar(select(func.sum(MetricBlock.n)).where(MetricBlock.job_id == job_id)) or 0
 
 
 def test_batch_is_stored_and_counted(harness: Harness) -> None:

@@ -40,8 +40,7 @@ def _series(harness: Harness, job_id: int, keys: str, max_points: int) -> list[d
 
 def test_downsampling_keeps_global_min_max_and_last_point(harness: Harness, job_with_curves: int) -> None:
     [reward] = _series(harness, job_with_curves, "reward/mean", 60)
-    points = dict(zip(reward["steps"], reward["values"], strict=True))
-    assert points[777] == 9.5 and points[1333] == -7.25
+    assert max(reward["maximum"]) == 9.5 and min(reward["minimum"]) == -7.25
     assert reward["steps"][-1] == 1999 and reward["values"][-1] == pytest.approx(math.sin(1999 / 50))
 
 
@@ -53,8 +52,7 @@ def test_downsampled_series_respect_max_points(harness: Harness, job_with_curves
 def test_series_share_one_step_axis_with_each_keys_extremes(harness: Harness, job_with_curves: int) -> None:
     reward, loss = _series(harness, job_with_curves, "reward/mean,loss", 120)
     assert reward["steps"] == loss["steps"] == sorted(reward["steps"])
-    loss_points = dict(zip(loss["steps"], loss["values"], strict=True))
-    assert loss_points[1501] == 4.0 and loss_points[0] == 1.0
+    assert max(loss["maximum"]) == 4.0 and loss["maximum"][0] == 1.0
     assert None not in loss["values"]  # both keys have every step, so every aligned slot is filled
 
 
@@ -69,7 +67,7 @@ def test_key_without_points_gets_nulls_on_the_shared_axis(harness: Harness) -> N
     batch = {"attempt": 1, "seq": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 5)]}
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token)
     _loss, missing = _series(harness, job_id, "loss,eval/score", 100)
-    assert missing == {"key": "eval/score", "steps": [0, 5], "values": [None, None]}
+    assert missing["steps"] == [0, 5] and missing["values"] == missing["wall_times"] == [None, None]
 
 
 def test_metric_keys_lists_every_key_once(harness: Harness, job_with_curves: int) -> None:
@@ -82,3 +80,15 @@ def test_metrics_without_keys_is_422(harness: Harness) -> None:
         f"/api/v1/jobs/{harness.submit_ok()}/metrics", params={"keys": " , "}, headers=harness.admin
     )
     assert response.status_code == 422 and response.json()["detail"][0]["field"] == "keys"
+
+
+def test_history_lists_every_point_with_whether_a_retry_superseded_it(harness: Harness) -> None:
+    job_id = harness.submit_ok()
+    token = harness.start_job(job_id)
+    batch = {"attempt": 1, "seq": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 1)]}
+    harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token)
+    response = harness.client.get(
+        f"/api/v1/jobs/{job_id}/metrics/history", params={"key": "loss"}, headers=harness.admin
+    )
+    points = response.json()["points"]
+    assert [(p["step"], p["attempt"], p["current"]) for p in points] == [(0, 1, True), (1, 1, True)]

@@ -4,12 +4,12 @@ from where the later attempt resumed, so every step keeps exactly one live value
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Job, Metric
+from server.models import Job
 from server.schemas.metrics import MetricBatch
 from server.services.errors import Conflict
+from server.services.metric_reads import metric_history
 from server.services.metrics import store_metric_batch
 
 
@@ -20,9 +20,7 @@ def batch(attempt: int, steps: range) -> MetricBatch:
 
 def live_points(factory: sessionmaker[Session], job_id: int) -> dict[int, int]:
     with factory() as session:
-        rows = session.execute(
-            select(Metric.step, Metric.attempt).where(Metric.job_id == job_id, Metric.superseded.is_(False))
-        ).all()
+        rows = [(p.step, p.attempt) for p in metric_history(session, job_id, "loss", -1, 1000) if p.current]
     steps = [step for step, _ in rows]
     assert len(steps) == len(set(steps)), f"a step has two live values: {sorted(rows)}"
     return dict(rows)

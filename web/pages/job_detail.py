@@ -17,7 +17,7 @@ from server.services.auth import Caller
 from server.services.errors import NotFound, ServiceError
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
-from server.services.metrics import metric_keys, metric_series
+from server.services.metric_reads import latest_points, metric_keys, metric_series, points_after
 from server.services.scoping import get_visible_job
 from web.pages.deps import page_caller, page_job, page_job_detail, require_csrf
 from web.pages.render import error_page, not_found, render
@@ -76,7 +76,7 @@ def job_page(
     context.update(
         section="jobs",
         charts=CHARTS,
-        latest=pages.latest_points(session, job.id, metric_keys(session, job.id)),
+        latest=latest_points(session, job.id, metric_keys(session, job.id)),
         logs=lines,
         last_log_id=lines[-1].id if lines else 0,
         artifacts=list_artifacts(session, job.id).items,
@@ -126,18 +126,25 @@ def job_metrics(
     series: list[dict[str, Any]] = []
     truncated = False
     if after_step is None:
-        for s in metric_series(session, job.id, wanted, max_points) if wanted else []:
-            pairs = [(step, v) for step, v in zip(s.steps, s.values, strict=True) if v is not None]
-            series.append({"key": s.key, "steps": [p[0] for p in pairs], "values": [p[1] for p in pairs]})
+        for s in metric_series(session, job.id, wanted, max_points).series if wanted else []:
+            series.append(_present(s.model_dump(exclude_none=True), walls))
     else:
-        for key, points in pages.points_after(session, job.id, wanted, after_step, MAX_APPEND).items():
+        for key, points in points_after(session, job.id, wanted, after_step, MAX_APPEND).items():
             truncated = truncated or len(points) >= MAX_APPEND
-            series.append({"key": key, "steps": [p.step for p in points], "values": [p.value for p in points]})
-    if walls:
-        when = pages.wall_times(session, job.id, wanted, sorted({step for s in series for step in s["steps"]}))
-        for s in series:
-            s["wall_times"] = [when.get(step) for step in s["steps"]]
+            found = {"key": key, "steps": [p.step for p in points], "values": [p.value for p in points]}
+            if walls:
+                found["wall_times"] = [p.wall_time for p in points]
+            series.append(found)
     return JSONResponse({"status": job.status, "series": series, "truncated": truncated})
+
+
+def _present(series: dict[str, Any], walls: bool) -> dict[str, Any]:
+    """A series as the charts draw it: only the steps where the key has a value (and its wall times only
+    when asked for)."""
+    kept = [i for i, value in enumerate(series["values"]) if value is not None]
+    columns = ["steps", "values", *(c for c in ("minimum", "maximum") if c in series)]
+    columns += ["wall_times"] if walls else []
+    return {"key": series["key"]} | {column: [series[column][i] for i in kept] for column in columns}
 
 
 def _act(request: Request, job_id: int, caller: Caller, session: Session, action: str) -> Response:

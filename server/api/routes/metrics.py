@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from server.api.deps import SessionDep, VisibleJob
-from server.schemas.metrics import MetricKeys, MetricSeriesSet
-from server.services import metrics
+from server.schemas.metrics import MetricHistory, MetricKeys, MetricSeriesSet
+from server.services import metric_reads
 from server.services.errors import FieldErrors
 
 router = APIRouter(tags=["metrics"])
@@ -34,10 +34,25 @@ def get_metrics(
     keys: Annotated[str, Query(description="comma-separated metric keys")],
     max_points: Annotated[int, Query(ge=10, le=100_000, description="most steps returned")] = 1000,
 ) -> MetricSeriesSet:
-    """Series on one shared step axis; past `max_points` steps each bucket keeps its min, max and last."""
-    return MetricSeriesSet(series=metrics.metric_series(session, job.id, _keys(keys), max_points))
+    """Series on one shared step axis; past `max_points` steps each bucket gives its last value, minimum and
+    maximum."""
+    return metric_reads.metric_series(session, job.id, _keys(keys), max_points)
 
 
 @router.get("/jobs/{job_id}/metrics/keys", response_model=MetricKeys)
 def get_metric_keys(job: VisibleJob, session: SessionDep) -> MetricKeys:
-    return MetricKeys(keys=metrics.metric_keys(session, job.id))
+    return MetricKeys(keys=metric_reads.metric_keys(session, job.id))
+
+
+@router.get("/jobs/{job_id}/metrics/history", response_model=MetricHistory)
+def get_metric_history(
+    job: VisibleJob,
+    session: SessionDep,
+    key: Annotated[str, Query(min_length=1, max_length=200, description="one metric key")],
+    after_step: Annotated[int, Query(ge=-1, description="only steps after this one (page with the last step)")] = -1,
+    limit: Annotated[int, Query(ge=1, le=100_000, description="most points returned")] = 10_000,
+) -> MetricHistory:
+    """Every point of one key that any attempt reported, not downsampled, including the points a retry
+    superseded (`current: false`): what each attempt computed, for auditing a retried job. Page through a
+    long key with `after_step` set to the last step received."""
+    return MetricHistory(key=key, points=metric_reads.metric_history(session, job.id, key, after_step, limit))

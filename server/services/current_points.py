@@ -1,0 +1,72 @@
+"""Which stored points and samples are current when a job ran more than once.
+
+A retried attempt resumes from a checkpoint and reports again from that step on. Every attempt's points
+are kept, but an attempt's points stop counting at the first step any later attempt reported: the curve
+shows what the surviving attempt computed and never doubles back. Live ranges of attempts are therefore
+disjoint and ordered: a later attempt's current points lie above an earlier one's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import case, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from server.models import MetricAttempt
+
+NEVER = 2**31 - 1  # a step no attempt reaches: "current to the end"
+
+
+@dataclass(frozen=True)
+class CurrentPoints:
+    """Each attempt's cutoff: its points at steps ≥ cutoff were superseded by a later attempt."""
+
+    cutoffs: dict[int, int] = field(default_factory=dict)
+
+    def cutoff(self, attempt: int) -> int:
+        return self.cutoffs.get(attempt, NEVER)
+
+    def is_current(self, attempt: int, step: int) -> bool:
+        return step < self.cutoff(attempt)
+
+    def bound(self, attempt_column: Any) -> Any:
+        """A SQL expression: the cutoff of the row's attempt (for `first_step < bound` and the like)."""
+        if not self.cutoffs:
+            return NEVER
+        return case(self.cutoffs, value=attempt_column, else_=NEVER)
+
+
+def current_points(session: Session, job_id: int) -> CurrentPoints:
+    """The job's cutoffs, from its attempts' first steps (one row per attempt)."""
+    rows = session.execute(
+        select(MetricAttempt.attempt, MetricAttempt.first_step).where(MetricAttempt.job_id == job_id)
+    )
+    firsts = {attempt: first for attempt, first in rows}
+    cutoffs: dict[int, int] = {}
+    later_first = NEVER
+    for attempt in sorted(firsts, reverse=True):
+        if later_first < NEVER:
+            cutoffs[attempt] = later_first
+        later_first = min(later_first, firsts[attempt])
+    return CurrentPoints(cutoffs)
+
+
+def record_first_step(session: Session, job_id: int, attempt: int, first_step: int) -> None:
+    """Lower the attempt's first step to `first_step` if that is earlier (or record it).
+
+    The upsert locks the attempt's row, so two batches of one attempt are stored one after the other; on
+    SQLite it also takes the write lock before ingestion reads anything.
+    """
+    table = MetricAttempt.__table__
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    statement = insert(table).values(job_id=job_id, attempt=attempt, first_step=first_step)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[table.c.job_id, table.c.attempt],
+            set_={"first_step": statement.excluded.first_step},
+            where=statement.excluded.first_step < table.c.first_step,
+        )
+    )
