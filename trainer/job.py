@@ -21,8 +21,9 @@ from trainer.distributed import Distributed
 from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, flow_grpo_kl
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
-from trainer.rollout import Trajectory, rollout
+from trainer.rollout import Trajectory, rollout, row_chunks
 from trainer.sampling.sde_step import sde_step
 from trainer.sharding import Sharding, local_value, shard_module
 from trainer.spec import JobSpec
@@ -90,6 +91,8 @@ class TrainingJob:
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
         self._conditioning: dict[str, Conditioning] = {}
+        self.scorer = BackgroundScorer(reward)
+        self._scoring: Trajectory | None = None  # the rollout whose rewards the scorer holds
         self.replay: Replay | None = None
         self.gradient_hooks: list[GradientHook] = []
 
@@ -120,27 +123,53 @@ class TrainingJob:
         return self.algorithm.plan(batch, self.dist)
 
     def rollout(self, batch: SampleBatch, plan: StepPlan) -> Trajectory:
+        """``algorithm.rollout_chunks`` batched rollouts back to back (one by default), each chunk's
+        rewards scored on the background thread while the next chunk samples."""
         if self.replay is not None:
             return self.replay.trajectory
         cond = self.conditioning(batch.prompts)
         uncond = self.unconditional(len(batch.prompts))
-        return rollout(
-            self.family,
-            self.policy,
-            self.algorithm,
-            plan,
-            batch.sample_ids,
-            batch.step,
-            cond,
-            uncond,
-            self.spec.algorithm.cfg_scale,
-        )
+        cfg = self.spec.algorithm.cfg_scale
+        self.scorer.discard()
+        parts = []
+        for rows in row_chunks(len(batch.prompts), self.spec.algorithm.rollout_chunks):
+            chunk_plan = StepPlan(plan.sde[rows], plan.trained[rows])
+            part = rollout(
+                self.family, self.policy, self.algorithm, chunk_plan, batch.sample_ids[rows], batch.step,
+                cond.index(rows), None if uncond is None else uncond.index(rows), cfg,
+            )  # fmt: skip
+            self.scorer.submit(part.images, [batch.prompts[int(r)] for r in rows])
+            parts.append(part)
+        self._scoring = Trajectory.cat(parts, cond, uncond)
+        return self._scoring
 
     def score(self, trajectory: Trajectory, batch: SampleBatch) -> Scores:
+        """The rollout's background scores, joined here; a trajectory made elsewhere is scored now."""
         if self.replay is not None:
             return self.replay.scores
-        total, parts = self.reward(trajectory.images, batch.prompts)
-        return Scores(total, parts)
+        if trajectory is self._scoring:
+            self._scoring = None
+            return Scores(*self.scorer.collect())
+        self.scorer.discard()
+        self.scorer.submit(trajectory.images, batch.prompts)
+        return Scores(*self.scorer.collect())
+
+    def velocity(
+        self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning, uncond: Conditioning | None
+    ) -> torch.Tensor:
+        """The velocity of every local row, forwarded in the rollout's chunks: the same batch shapes
+        as the rollout, so the first ratio stays exactly 1."""
+        cfg = self.spec.algorithm.cfg_scale
+        chunks = row_chunks(x.shape[0], self.spec.algorithm.rollout_chunks)
+        if len(chunks) == 1:
+            return self.family.velocity(module, x, sigma, cond, uncond, cfg)
+        parts = [
+            self.family.velocity(
+                module, x[rows], sigma[rows], cond.index(rows), None if uncond is None else uncond.index(rows), cfg
+            )
+            for rows in chunks
+        ]
+        return torch.cat(parts)
 
     def advantages(self, scores: Scores, batch: SampleBatch) -> tuple[torch.Tensor, Advantages, torch.Tensor]:
         """Gather rewards and group ids from all ranks; return this rank's slice of A, the
@@ -165,7 +194,7 @@ class TrainingJob:
         index = plan.trained[:, position]
         x, x_next = trajectory.latents[rows, index], trajectory.latents[rows, index + 1]
         sigma = self.algorithm.sigmas[index].float().to(x.device)
-        velocity = self.family.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond, spec.cfg_scale)
+        velocity = self.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond)
         out = sde_step(velocity, x, index, self.algorithm.sigmas, self.algorithm.sde_kind, self.algorithm.level, x_next)
         old = trajectory.log_probs[rows, index]
         weights = None if plan.weights is None else plan.weights.to(x.device)
@@ -190,11 +219,10 @@ class TrainingJob:
 
     def reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
         """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""
-        cfg = self.spec.algorithm.cfg_scale
         if self.reference is not None:
-            return self.family.velocity(self.reference, x, sigma, trajectory.cond, trajectory.uncond, cfg)
+            return self.velocity(self.reference, x, sigma, trajectory.cond, trajectory.uncond)
         with self.policy.disable_adapter():  # type: ignore[operator]
-            return self.family.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond, cfg)
+            return self.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond)
 
     # --- gradients -----------------------------------------------------------------------
     def synchronize_gradients(self) -> None:

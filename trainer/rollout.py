@@ -26,6 +26,18 @@ class Trajectory:
     uncond: Conditioning | None
     images: torch.Tensor  # [B, 3, H, W] in [0, 1]
 
+    @staticmethod
+    def cat(parts: list[Trajectory], cond: Conditioning, uncond: Conditioning | None) -> Trajectory:
+        """Chunks rolled out one after another, as one trajectory over all their rows."""
+        latents = torch.cat([p.latents for p in parts])
+        log_probs = torch.cat([p.log_probs for p in parts])
+        return Trajectory(latents, log_probs, cond, uncond, torch.cat([p.images for p in parts]))
+
+
+def row_chunks(rows: int, chunks: int) -> list[torch.Tensor]:
+    """Row indices 0..rows-1 in ``chunks`` contiguous parts of near-equal size (fewer when rows < chunks)."""
+    return list(torch.arange(rows).tensor_split(min(chunks, rows)))
+
 
 def initial_noise(generators: list[torch.Generator], shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
     return torch.stack([torch.randn(shape, generator=g) for g in generators]).to(device)

@@ -152,6 +152,7 @@ def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, second
     metrics["train/zero_std_frac"] = result.advantages.zero_std_frac
     metrics["lr"] = job.optimizer.param_groups[0]["lr"]
     metrics["time/step"] = seconds
+    metrics["time/reward_busy"] = job.scorer.busy_seconds  # scoring time; time/reward is the wait for it
     metrics["throughput/samples_per_s"] = len(rewards) / seconds
     metrics["memory/peak_bytes"] = float(peak_memory_bytes(dist.device))
     metrics["sharding/fsdp"] = float(job.sharding.fsdp)

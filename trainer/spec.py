@@ -416,6 +416,9 @@ class JobSpec(_Section):
             if self.executor.name != "native":
                 message = f"'fsdp' runs with the native executor only; {self.executor.name} handles gradients itself"
                 raise SpecError("model.sharding", message)
+        if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
+            message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
+            raise SpecError("algorithm.rollout_chunks", message)
         return self
 
     @model_validator(mode="after")
