@@ -72,7 +72,7 @@ def default_of(node: dict[str, Any], live_default: Any) -> str:
     if "default" in node:
         return f"`{json.dumps(node['default'])}`"
     if _ref_name(node):
-        return "its section's defaults"
+        return "required" if live_default is None else "its section's defaults"
     return f"`{json.dumps(live_default)}`" if live_default is not None else "required"
 
 
@@ -86,6 +86,22 @@ def section_table(title: str, anchor: str, schema: dict[str, Any], defaults: dic
         row = [f"`{name}`", type_of(node), default_of(node, defaults.get(name)), bounds(node), description]
         lines.append("| " + " | ".join(row) + " |")
     return [*lines, ""]
+
+
+def _refs(node: dict[str, Any]) -> list[str]:
+    return [ref for branch in node.get("anyOf", [node]) if (ref := _ref_name(branch))]
+
+
+def nested_tables(path: str, schema: dict[str, Any], definitions: dict[str, Any], seen: set[str]) -> list[str]:
+    """Sections for the models a section's fields hold (`resources.pools` → PoolsSpec → PoolSpec), once each."""
+    lines: list[str] = []
+    for name, node in schema["properties"].items():
+        for ref in (r for r in _refs(node) if r not in seen):
+            seen.add(ref)
+            fields = [f"`{path}.{other}`" for other, inner in schema["properties"].items() if ref in _refs(inner)]
+            lines += section_table(f"{', '.join(fields)} — {ref}", ref.lower(), definitions[ref], {})
+            lines += nested_tables(f"{path}.{name}", definitions[ref], definitions, seen)
+    return lines
 
 
 def render() -> str:
@@ -118,6 +134,7 @@ def render() -> str:
         if ref:
             section_defaults = defaults.get(key) if isinstance(defaults.get(key), dict) else {}
             lines += section_table(f"`{key}` — {ref}", ref.lower(), definitions[ref], section_defaults or {})
+            lines += nested_tables(key, definitions[ref], definitions, set())
     lines += ["## Options that apply to one executor or algorithm", ""]
     lines += ["Setting an option for another executor or algorithm is refused, naming the field.", ""]
     lines += ["| executor | its options |", "|---|---|"]

@@ -362,12 +362,46 @@ class PromptsSpec(_Section):
         return value
 
 
+class PoolSpec(_Section):
+    devices: int = Field(ge=1, le=1024, description="devices of this pool, all on one host")
+    gpu_model: str | None = Field(None, max_length=128, description="only devices that report this model")
+
+
+class PoolsSpec(_Section):
+    """DigenRL's two pools. The rollout pool's devices are ranks [0, rollout.devices), the trainer's the rest."""
+
+    rollout: PoolSpec
+    trainer: PoolSpec
+
+
 class ResourcesSpec(_Section):
-    devices: int = Field(1, ge=1, le=1024, description="devices per node")
+    devices: int = Field(
+        1, ge=1, le=1024, description="devices per node; with pools, the sum of the pools' devices (filled in)"
+    )
     device_type: Literal["cuda", "cpu"] = "cpu"
-    nodes: int = Field(1, ge=1, le=256)
+    nodes: int = Field(1, ge=1, le=256, description="hosts with `devices` devices each; leave it out with pools")
     gpu_model: str | None = Field(None, max_length=128, description="only hosts whose devices report this model")
     priority: int = Field(0, ge=-100, le=100, description="higher runs first")
+    pools: PoolsSpec | None = Field(
+        None,
+        description="digenrl: a rollout and a trainer pool, each on one host with its own gpu_model; the two "
+        "pools share a host when one has room for both, else the job spans the two hosts",
+    )
+
+    @model_validator(mode="after")
+    def _pools_replace_the_flat_form(self) -> ResourcesSpec:
+        if self.pools is None:
+            return self
+        total = self.pools.rollout.devices + self.pools.trainer.devices
+        if "devices" in self.model_fields_set and self.devices != total:
+            message = f"with pools it is the sum of the pools' devices ({total}); leave it out"
+            raise SpecError("devices", message)
+        if self.nodes != 1:
+            raise SpecError("nodes", "with pools each pool takes one host (two in all at most); leave it out")
+        if self.gpu_model is not None:
+            raise SpecError("gpu_model", "with pools each pool names its own gpu_model; leave it out here")
+        self.devices = total
+        return self
 
 
 class SamplesSpec(_Section):
@@ -461,6 +495,8 @@ class JobSpec(_Section):
             if trained < width:
                 message = f"must be at most the trained steps per sample ({trained}): no full group otherwise"
                 raise SpecError("executor.group_width", message)
+        if self.resources.pools is not None:
+            self._pools_fit_digenrl()
         if name == "digenrl":
             if self.world_size < 2:
                 raise SpecError("resources.devices", "digenrl needs at least 2 devices: a rollout and a trainer pool")
@@ -475,6 +511,19 @@ class JobSpec(_Section):
                 message = f"digenrl gives each of the {trainers} trainer(s) whole groups: it must divide by them"
                 raise SpecError("algorithm.prompts_per_step", message)
         return self
+
+    def _pools_fit_digenrl(self) -> None:
+        """Only digenrl has pools; its rollout ranks are the rollout pool's devices, placed first."""
+        pools, executor = self.resources.pools, self.executor
+        assert pools is not None
+        if executor.name != "digenrl":
+            message = f"only executor 'digenrl' has a rollout and a trainer pool, not {executor.name!r}"
+            raise SpecError("resources.pools", message)
+        if executor.rollout_devices is None:
+            executor.rollout_devices = pools.rollout.devices
+        elif executor.rollout_devices != pools.rollout.devices:
+            message = f"must equal resources.pools.rollout.devices ({pools.rollout.devices}) or be left out"
+            raise SpecError("executor.rollout_devices", message)
 
     @property
     def world_size(self) -> int:

@@ -16,7 +16,10 @@ SCRUBBED_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MAS
 
 
 def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
-    """`python -m torch.distributed.run ... -m trainer run --spec ... --output-dir ...` for one node."""
+    """`python -m torch.distributed.run ... -m trainer run --spec ... --output-dir ...` for one node.
+
+    Nodes may run different numbers of processes (DigenRL's pools on two hosts): torchrun gives each node
+    the global ranks after those of the nodes before it."""
     argv = [
         python,
         "-m",
@@ -33,9 +36,12 @@ def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
     else:
         if plan.rendezvous_endpoint is None:
             raise ValueError(f"job {plan.job_id} spans {plan.nnodes} nodes but has no rendezvous endpoint")
+        # Static rendezvous on node 0: torchrun's global ranks then follow the scheduler's node ranks (node 0
+        # holds rank 0, which alone has the job token; DigenRL's rollout pool is node 0). c10d ignores
+        # --node-rank and orders nodes by host name and process id.
         argv += [
             "--rdzv-backend",
-            "c10d",
+            "static",
             "--rdzv-endpoint",
             plan.rendezvous_endpoint,
             "--rdzv-id",

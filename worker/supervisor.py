@@ -37,6 +37,7 @@ MAX_LINE_CHARS = 8000
 MAX_BATCH_LINES = 1000
 TAIL_LINES = 200  # enough to hold a rank's traceback above torchrun's failure summary
 PIPE_DRAIN_SECONDS = 5.0
+WORKER_STREAM = "worker"  # the stream name of the supervisor's own lines in the job's logs
 MAX_PENDING_LINES = 50_000  # log lines kept while the database is away; older ones are dropped
 
 _PR_SET_PDEATHSIG = 1
@@ -127,7 +128,9 @@ class _DatabaseSide:
     def mark_running(self) -> None:
         if not self.marked_running:
             self.marked_running = self._attempt(
-                lambda s: job_runs.mark_running(s, self.plan.job_id, self.plan.attempt, self.host_name)
+                lambda s: job_runs.mark_running(
+                    s, self.plan.job_id, self.plan.attempt, self.plan.node_rank, self.host_name
+                )
             )
 
     def append_logs(self, batch: list[tuple[str, str]]) -> None:
@@ -156,11 +159,20 @@ def supervise(
     cancel_grace_seconds: float,
     shutdown: threading.Event,
 ) -> Outcome:
-    """Start the trainer, stream its output, stop it when asked; returns how it ended."""
+    """Start the trainer, stream its output, stop it when asked; returns how it ended.
+
+    The supervisor's own lines (the command, a stop and why, the exit code) go to the job's logs too, under
+    stream "worker": a node whose ranks print nothing still shows that it ran and how it ended."""
     lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
+    database = _DatabaseSide(plan, session_scope, host_name)
     with open(plan.log_path, "a", encoding="utf-8") as log_file:
-        log_file.write(f"$ {' '.join(argv)}\n")
+
+        def note(text: str) -> None:
+            log_file.write(f"sfumato: {text}\n")
+            database.pending.append((WORKER_STREAM, text))
+
+        note(f"$ {' '.join(argv)}")
         proc = subprocess.Popen(
             argv,
             env=env,
@@ -179,7 +191,6 @@ def supervise(
         for reader in readers:
             reader.start()
         log.info("job %s attempt %s node %s: pid %s", plan.job_id, plan.attempt, plan.node_rank, proc.pid)
-        database = _DatabaseSide(plan, session_scope, host_name)
         database.mark_running()
 
         stopped_for: str | None = None
@@ -217,15 +228,15 @@ def supervise(
                     stopped_for = job_runs.STOP_SHUTDOWN
                 if stopped_for is not None:
                     log.info("job %s node %s: stopping (%s)", plan.job_id, plan.node_rank, stopped_for)
-                    log_file.write(f"sfumato: stopping the trainer ({stopped_for})\n")
+                    note(f"stopping the trainer ({stopped_for})")
                     signal_group(proc, signal.SIGTERM)
                     kill_at = now + cancel_grace_seconds
             if kill_at is not None and now >= kill_at:
-                log_file.write(f"sfumato: no exit {cancel_grace_seconds:g} s after SIGTERM; SIGKILL\n")
+                note(f"no exit {cancel_grace_seconds:g} s after SIGTERM; SIGKILL")
                 signal_group(proc, signal.SIGKILL)
                 kill_at = None
 
         exit_code = proc.wait()
         signal_group(proc, signal.SIGKILL)  # whatever the ranks left behind
-        log_file.write(f"sfumato: exit code {exit_code}\n")
+        note(f"exit code {exit_code}")
     return Outcome(exit_code, stopped_for, list(tail), list(database.pending))

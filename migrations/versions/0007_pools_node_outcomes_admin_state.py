@@ -31,6 +31,11 @@ def upgrade() -> None:
         batch.add_column(sa.Column("pool", sa.String(length=20), nullable=True))
         batch.add_column(sa.Column("started_at", sa.DateTime(), nullable=True))
         batch.add_column(sa.Column("exit_code", sa.Integer(), nullable=True))
+    # Nodes of jobs running now did start: without this the scheduler would take them for lost tasks.
+    op.execute(
+        "UPDATE allocations SET started_at = created_at WHERE released_at IS NULL "
+        "AND job_id IN (SELECT id FROM jobs WHERE status = 'running')"
+    )
 
 
 def downgrade() -> None:

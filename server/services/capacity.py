@@ -7,28 +7,49 @@ from sqlalchemy.orm import Session
 
 from server.models import Device, Host
 from server.services.errors import FieldErrors
+from server.services.hosts import model_matches
 from trainer.spec import JobSpec
 
 
-def check_capacity(session: Session, spec: JobSpec) -> None:
-    """Enough non-disabled hosts must each have `devices` matching devices; no hosts at all is accepted.
+def _matching_per_host(session: Session, device_type: str, gpu_model: str | None) -> list[int]:
+    """Enabled devices of the type and model on each host not disabled by an admin, largest first."""
+    counts: dict[int, int] = {}
+    for host_id, model in session.execute(
+        select(Device.host_id, Device.model)
+        .join(Host, Host.id == Device.host_id)
+        .where(Host.admin_state != "disabled", Device.enabled.is_(True), Device.device_type == device_type)
+    ):
+        if model_matches(model, gpu_model):
+            counts[host_id] = counts.get(host_id, 0) + 1
+    return sorted(counts.values(), reverse=True)
 
-    With no host registered yet (the embedded worker may still be starting) the job waits.
+
+def _kind(device_type: str, gpu_model: str | None) -> str:
+    return f"{device_type} devices" + (f" of model {gpu_model!r}" if gpu_model else "")
+
+
+def check_capacity(session: Session, spec: JobSpec) -> None:
+    """Enough non-disabled hosts must each have `devices` matching devices (each pool's on one host);
+    no hosts at all is accepted: the embedded worker may still be starting, and the job waits.
+
+    Models match as the scheduler matches them: case-insensitively, by substring ("a100" matches
+    "NVIDIA A100-SXM4-40GB").
     """
     if session.scalar(select(func.count()).select_from(Host)) == 0:
         return
     res = spec.resources
-    wanted = Device.device_type == res.device_type
-    if res.gpu_model is not None:
-        wanted &= Device.model == res.gpu_model
-    per_host = session.execute(
-        select(Host.name, func.count(Device.id))
-        .join(Device, Device.host_id == Host.id)
-        .where(Host.status != "disabled", Device.enabled.is_(True), wanted)
-        .group_by(Host.name)
-    ).all()
-    sizes = sorted((count for _name, count in per_host), reverse=True)
-    kind = f"{res.device_type} devices" + (f" of model {res.gpu_model!r}" if res.gpu_model else "")
+    if res.pools is not None:
+        for name, pool in (("rollout", res.pools.rollout), ("trainer", res.pools.trainer)):
+            largest = max(_matching_per_host(session, res.device_type, pool.gpu_model), default=0)
+            if pool.devices > largest:
+                raise FieldErrors.one(
+                    f"resources.pools.{name}.devices",
+                    f"the {name} pool asks for {pool.devices} {_kind(res.device_type, pool.gpu_model)} on one host; "
+                    f"the largest registered host has {largest}",
+                )
+        return
+    sizes = _matching_per_host(session, res.device_type, res.gpu_model)
+    kind = _kind(res.device_type, res.gpu_model)
     largest = sizes[0] if sizes else 0
     if res.devices > largest:
         raise FieldErrors.one(

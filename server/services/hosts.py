@@ -26,6 +26,11 @@ class DeviceInfo:
     memory_bytes: int | None = None
 
 
+def model_matches(model: str, wanted: str | None) -> bool:
+    """A device matches a wanted GPU model case-insensitively by substring ("a100" in "NVIDIA A100-SXM4-40GB")."""
+    return wanted is None or wanted.casefold() in model.casefold()
+
+
 def host_queue(name: str) -> str:
     """The Celery queue a host's worker consumes: one per host."""
     return f"host.{name}"

@@ -17,8 +17,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, LogLine, utcnow
+from server.models.host import POOLS
 from server.services.job_status import set_status
-from server.services.scheduler import release_allocations, retry_or_fail
+from server.services.scheduler import release_idle_allocations, retry_or_fail
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 
 # Base of the c10d rendezvous port on a multi-node job's first host; the job id picks one above it.
@@ -33,6 +34,7 @@ ERROR_TAIL_LINES = 40
 STOP_CANCEL = "cancel"
 STOP_SUPERSEDED = "superseded"
 STOP_SHUTDOWN = "shutdown"
+STOP_PEER_FAILED = "peer failed"  # another node of the attempt exited with an error
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,10 @@ def _is_current(job: Job | None, attempt: int) -> bool:
 def start_run(
     session: Session, job_id: int, attempt: int, node_rank: int, host_name: str, artifact_root: Path
 ) -> RunPlan | None:
-    """Claim a node of an attempt: None when it is stale, not on this host, or was cancelled meanwhile."""
+    """Claim a node of an attempt: None when it is stale, not on this host, or was cancelled meanwhile.
+
+    The node's devices are listed rollout pool first, so with both DigenRL pools on one host the local ranks
+    [0, rollout devices) are the rollout pool; across hosts the rollout pool is node 0."""
     job = _lock_job(session, job_id)
     if job is None or not _is_current(job, attempt):
         return None
@@ -90,7 +95,7 @@ def start_run(
     if not allocations or any(a.host.name != host_name for a in allocations):
         return None
     if job.cancel_requested:
-        release_allocations(session, job.id, attempt)
+        release_idle_allocations(session, job.id)
         set_status(session, job, "cancelled", "cancelled before it started")
         return None
 
@@ -104,8 +109,15 @@ def start_run(
         token = new_token(JOB_TOKEN_PREFIX)
         job.token_hash = hash_token(token)
 
+    nnodes = len(
+        set(
+            session.scalars(
+                select(Allocation.node_rank).where(Allocation.job_id == job.id, Allocation.attempt == attempt)
+            )
+        )
+    )
     endpoint = None
-    if job.nodes > 1:
+    if nnodes > 1:
         first = session.scalars(
             select(Host)
             .join(Allocation, Allocation.host_id == Host.id)
@@ -118,9 +130,9 @@ def start_run(
         job_id=job.id,
         attempt=attempt,
         node_rank=node_rank,
-        nnodes=job.nodes,
+        nnodes=nnodes,
         device_type=job.device_type,
-        device_indices=sorted(a.device.index for a in allocations),
+        device_indices=[a.device.index for a in sorted(allocations, key=_rollout_first)],
         run_dir=run_dir,
         spec_path=spec_path,
         log_path=run_dir / "logs" / f"attempt-{attempt}.node-{node_rank}.log",
@@ -133,11 +145,31 @@ def start_run(
     )
 
 
-def mark_running(session: Session, job_id: int, attempt: int, host_name: str) -> bool:
-    """The trainer process started; False when the attempt is no longer current."""
+def _rollout_first(allocation: Allocation) -> tuple[int, int]:
+    return (POOLS.index(allocation.pool) if allocation.pool in POOLS else 0, allocation.device.index)
+
+
+def _node_allocations(session: Session, job_id: int, attempt: int, node_rank: int) -> list[Allocation]:
+    return list(
+        session.scalars(
+            select(Allocation).where(
+                Allocation.job_id == job_id,
+                Allocation.attempt == attempt,
+                Allocation.node_rank == node_rank,
+                Allocation.released_at.is_(None),
+            )
+        )
+    )
+
+
+def mark_running(session: Session, job_id: int, attempt: int, node_rank: int, host_name: str) -> bool:
+    """A node's trainer process started; False when the attempt is no longer current."""
     job = _lock_job(session, job_id)
     if job is None or not _is_current(job, attempt):
         return False
+    now = utcnow()
+    for allocation in _node_allocations(session, job_id, attempt, node_rank):
+        allocation.started_at = allocation.started_at or now
     if job.status == "scheduled":
         set_status(session, job, "running", f"started on {host_name}")
     return True
@@ -153,13 +185,19 @@ def append_logs(session: Session, job_id: int, attempt: int, node_rank: int, lin
 
 
 def stop_reason(session: Session, job_id: int, attempt: int) -> str | None:
-    """Why a running node should stop now: cancel requested, or its attempt is over; None to go on."""
+    """Why a running node should stop now: cancel requested, its attempt is over (a node lost, the job
+    requeued), or another node of the attempt failed; None to go on."""
     job = session.get(Job, job_id, populate_existing=True)
     if job is None or job.attempt != attempt or job.status not in ("scheduled", "running"):
         return STOP_SUPERSEDED
     if job.cancel_requested:
         return STOP_CANCEL
-    return None
+    failed_peer = session.scalar(
+        select(Allocation.id)
+        .where(Allocation.job_id == job_id, Allocation.attempt == attempt, Allocation.exit_code != 0)
+        .limit(1)
+    )
+    return STOP_PEER_FAILED if failed_peer is not None else None
 
 
 def finish_run(
@@ -172,35 +210,54 @@ def finish_run(
     stopped_for: str | None,
     log_tail: list[str],
 ) -> str | None:
-    """Record how a node ended and free its devices; returns the job's new status, if it changed."""
+    """Record how a node ended and free its devices; returns the job's new status, if it changed.
+
+    A multi-node attempt is decided as a whole: a node that fails with an error of its own makes the others
+    stop (`STOP_PEER_FAILED`), and the job fails only when the last node has ended. Until then a lost node
+    (its host lost, its worker restarted) still turns the attempt into a retry: a node that fails because its
+    peer vanished from the process group is not taken for the trainer's own error.
+    """
     job = _lock_job(session, job_id)
     if job is None:
         return None
-    release_allocations_of_node(session, job_id, attempt, node_rank)
+    now = utcnow()
+    for allocation in _node_allocations(session, job_id, attempt, node_rank):
+        allocation.exit_code = exit_code
+        allocation.released_at = now
     if job.attempt != attempt or job.status in TERMINAL_STATES or job.status == "queued":
         return None
+    where = f"{host_name} (node {node_rank})"
     if stopped_for == STOP_CANCEL:
-        release_allocations(session, job.id, attempt)
+        release_idle_allocations(session, job.id)
         set_status(session, job, "cancelled", f"cancelled; trainer stopped with exit code {exit_code}")
     elif stopped_for == STOP_SHUTDOWN:
         retry_or_fail(session, job, f"worker on host {host_name} shut down")
-    elif exit_code == 0:
-        still_running = session.scalar(
+    elif killed_by_sigkill(exit_code, log_tail):
+        retry_or_fail(session, job, f"trainer on {where} was killed by SIGKILL (out of memory?)")
+    else:
+        if exit_code != 0 and stopped_for != STOP_PEER_FAILED:
+            detail = trainer_traceback(log_tail) or "\n".join(log_tail[-ERROR_TAIL_LINES:])
+            error = f"trainer exited with code {exit_code} on {where}\n{detail}".rstrip()
+            job.error = f"{job.error}\n\n{error}" if job.error else error
+        if _nodes_still_running(session, job.id, attempt):
+            return None  # the last node of the attempt decides
+        if job.error is None:
+            set_status(session, job, "succeeded", f"exit code 0 on {host_name}")
+        else:
+            release_idle_allocations(session, job.id)
+            set_status(session, job, "failed", f"a node exited with an error; last: exit code {exit_code} on {where}")
+    return job.status
+
+
+def _nodes_still_running(session: Session, job_id: int, attempt: int) -> int:
+    return (
+        session.scalar(
             select(func.count())
             .select_from(Allocation)
-            .where(Allocation.job_id == job.id, Allocation.attempt == attempt, Allocation.released_at.is_(None))
+            .where(Allocation.job_id == job_id, Allocation.attempt == attempt, Allocation.released_at.is_(None))
         )
-        if still_running:
-            return None  # other nodes of this attempt are still going; the last one decides
-        set_status(session, job, "succeeded", f"exit code 0 on {host_name}")
-    elif killed_by_sigkill(exit_code, log_tail):
-        retry_or_fail(session, job, f"trainer on {host_name} (node {node_rank}) was killed by SIGKILL (out of memory?)")
-    else:
-        release_allocations(session, job.id, attempt)
-        detail = trainer_traceback(log_tail) or "\n".join(log_tail[-ERROR_TAIL_LINES:])
-        job.error = f"trainer exited with code {exit_code} on {host_name} (node {node_rank})\n{detail}".rstrip()
-        set_status(session, job, "failed", f"exit code {exit_code} on {host_name}")
-    return job.status
+        or 0
+    )
 
 
 def killed_by_sigkill(exit_code: int, log_tail: list[str]) -> bool:
@@ -232,16 +289,3 @@ def trainer_traceback(log_tail: list[str]) -> str | None:
                 return "\n".join(block)
             block = []
     return None
-
-
-def release_allocations_of_node(session: Session, job_id: int, attempt: int, node_rank: int) -> None:
-    now = utcnow()
-    for allocation in session.scalars(
-        select(Allocation).where(
-            Allocation.job_id == job_id,
-            Allocation.attempt == attempt,
-            Allocation.node_rank == node_rank,
-            Allocation.released_at.is_(None),
-        )
-    ):
-        allocation.released_at = now

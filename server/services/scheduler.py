@@ -25,13 +25,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import func, select, text
+from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
-from server.models import ACTIVE_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, Team, utcnow
-from server.services.hosts import mark_lost_hosts
+from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, Team, utcnow
+from server.models.host import POOLS
+from server.services.hosts import mark_lost_hosts, model_matches
 from server.services.job_status import set_status
+from server.services.placement import FreeByHost, FreeDevice, PlacedNode, head_claim, place, wait_reason
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +96,25 @@ def release_allocations(session: Session, job_id: int, attempt: int | None = Non
     return len(allocations)
 
 
+def _still_stopping() -> ColumnElement[bool]:
+    """An allocation whose node's trainer started on a host that is not lost and has not reported its end:
+    its worker is stopping it now and frees the devices when it has exited, so no one else gets them before."""
+    return Allocation.started_at.is_not(None) & Allocation.host_id.in_(select(Host.id).where(Host.status != "lost"))
+
+
+def release_idle_allocations(session: Session, job_id: int) -> int:
+    """Release a job's live allocations except those of nodes still stopping (see `_still_stopping`)."""
+    now = utcnow()
+    allocations = list(
+        session.scalars(
+            select(Allocation).where(Allocation.job_id == job_id, Allocation.released_at.is_(None), ~_still_stopping())
+        )
+    )
+    for allocation in allocations:
+        allocation.released_at = now
+    return len(allocations)
+
+
 def started_attempts(session: Session, job_id: int) -> int:
     """How many times the trainer of a job started; an attempt that never ran does not count."""
     return (
@@ -105,14 +126,18 @@ def started_attempts(session: Session, job_id: int) -> int:
 
 
 def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
-    """An infrastructure failure: back to the queue while attempts remain, else failed. True if requeued."""
-    release_allocations(session, job.id)
+    """An infrastructure failure: back to the queue while attempts remain, else failed. True if requeued.
+
+    Either way the attempt is over: its other nodes find it so at their next poll and stop their process
+    group, then free their devices (which stay held until then)."""
+    release_idle_allocations(session, job.id)
     if job.cancel_requested:
         set_status(session, job, "cancelled", reason)
         return False
     used = started_attempts(session, job.id)
     if used < job.max_attempts:
         job.token_hash = None
+        job.error = None  # a node's error seen while the attempt was failing is not the job's
         set_status(session, job, "queued", f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
         return True
     job.error = f"{reason}; no attempts left ({used} of {job.max_attempts} used)"
@@ -121,29 +146,49 @@ def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
 
 
 def _requeue_unstarted(session: Session, scheduled_timeout_seconds: float, report: PassReport) -> None:
-    """Jobs placed long ago whose trainer never started: their task was lost (a broker that restarted
-    empty, a worker that died before taking it). Back to the queue; an attempt that never ran is not counted."""
+    """Jobs with a node placed long ago whose trainer never started: its task was lost (a broker that restarted
+    empty, a worker that died before taking it). Back to the queue. An attempt no node of which ran is not
+    counted; when another node did start, it waits at the rendezvous for the missing one and is stopped now
+    rather than after the rendezvous timeout, and the attempt counts (its trainer ran)."""
     cutoff = utcnow() - timedelta(seconds=scheduled_timeout_seconds)
+    late = (
+        select(Allocation.job_id)
+        .where(
+            Allocation.released_at.is_(None),
+            Allocation.attempt == Job.attempt,
+            Allocation.started_at.is_(None),
+            Allocation.created_at < cutoff,
+        )
+        .correlate(Job)
+    )
     stuck = session.scalars(
         select(Job)
-        .where(
-            Job.status == "scheduled",
-            Job.id.in_(
-                select(Allocation.job_id).where(
-                    Allocation.released_at.is_(None),
-                    Allocation.attempt == Job.attempt,
-                    Allocation.created_at < cutoff,
-                )
-            ),
-        )
+        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(late))
         .order_by(Job.id)
         .with_for_update(skip_locked=True)
     ).all()
     for job in stuck:
-        release_allocations(session, job.id)
+        missing = sorted(
+            set(
+                session.scalars(
+                    select(Allocation.node_rank).where(
+                        Allocation.job_id == job.id,
+                        Allocation.attempt == job.attempt,
+                        Allocation.released_at.is_(None),
+                        Allocation.started_at.is_(None),
+                    )
+                )
+            )
+        )
+        nodes = ", ".join(str(rank) for rank in missing)
+        reason = f"attempt {job.attempt}: node {nodes} did not start within {scheduled_timeout_seconds:g} s"
+        if job.status == "running":
+            requeued = retry_or_fail(session, job, reason)
+            (report.requeued if requeued else report.failed).append(job.id)
+            continue
+        release_idle_allocations(session, job.id)
         job.token_hash = None
-        reason = f"attempt {job.attempt} did not start within {scheduled_timeout_seconds:g} s; back to the queue"
-        set_status(session, job, "queued", reason)
+        set_status(session, job, "queued", f"{reason}; back to the queue")
         report.requeued.append(job.id)
 
 
@@ -155,38 +200,47 @@ def _reconcile(
         report.lost_hosts.append(host.name)
         log.warning("host %s lost: no heartbeat for %.0f s", host.name, lost_after_seconds)
 
+    # A job whose current attempt has a node on a lost host goes back to the queue as a whole: its nodes on
+    # live hosts see the attempt over at their next poll and stop, instead of waiting in a collective or at
+    # the rendezvous for the lost node until a timeout.
+    on_lost_host = (
+        select(Allocation.job_id)
+        .join(Host, Host.id == Allocation.host_id)
+        .where(Allocation.released_at.is_(None), Allocation.attempt == Job.attempt, Host.status == "lost")
+        .correlate(Job)
+    )
     orphaned = session.scalars(
         select(Job)
-        .where(
-            Job.status.in_(("scheduled", "running")),
-            Job.id.in_(
-                select(Allocation.job_id)
-                .join(Host, Host.id == Allocation.host_id)
-                .where(Allocation.released_at.is_(None), Host.status == "lost")
-            ),
-        )
+        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(on_lost_host))
         .order_by(Job.id)
         .with_for_update()
-    )
+    ).all()
     for job in orphaned:
         hosts = session.scalars(
             select(Host.name)
             .join(Allocation, Allocation.host_id == Host.id)
-            .where(Allocation.job_id == job.id, Allocation.released_at.is_(None), Host.status == "lost")
+            .where(
+                Allocation.job_id == job.id,
+                Allocation.attempt == job.attempt,
+                Allocation.released_at.is_(None),
+                Host.status == "lost",
+            )
             .distinct()
         ).all()
-        if retry_or_fail(session, job, f"host {', '.join(hosts)} lost"):
+        if retry_or_fail(session, job, f"host {', '.join(sorted(hosts))} lost"):
             report.requeued.append(job.id)
         else:
             report.failed.append(job.id)
 
-    finished = session.scalars(
-        select(Allocation)
-        .join(Job, Job.id == Allocation.job_id)
-        .where(Allocation.released_at.is_(None), Job.status.in_(TERMINAL_STATES))
-    )
     now = utcnow()
-    for allocation in finished:
+    # Nothing on a lost host will report its end; a job that ended frees whatever is not still stopping.
+    for allocation in session.scalars(
+        select(Allocation).where(
+            Allocation.released_at.is_(None),
+            (Allocation.host_id.in_(select(Host.id).where(Host.status == "lost")))
+            | (Allocation.job_id.in_(select(Job.id).where(Job.status.in_(TERMINAL_STATES))) & ~_still_stopping()),
+        )
+    ):
         allocation.released_at = now
 
     for job in session.scalars(
@@ -195,17 +249,7 @@ def _reconcile(
         set_status(session, job, "cancelled", "cancelled while queued")
 
 
-@dataclass
-class _FreeDevice:
-    id: int
-    index: int
-    model: str
-
-
-Pools = dict[tuple[int, str], list[_FreeDevice]]  # free devices by (host id, device type)
-
-
-def _free_devices(session: Session) -> Pools:
+def _free_devices(session: Session) -> FreeByHost:
     """Free, enabled devices of online hosts, locked for this transaction, by (host id, device type)."""
     rows = session.execute(
         select(Device.id, Device.index, Device.model, Device.device_type, Device.host_id)
@@ -216,19 +260,11 @@ def _free_devices(session: Session) -> Pools:
     ).all()
     # Read after the locks are held: sees every allocation committed by a previous lock holder.
     held = set(session.scalars(select(Allocation.device_id).where(Allocation.released_at.is_(None))))
-    free: Pools = {}
+    free: FreeByHost = {}
     for row in rows:
         if row.id not in held:
-            free.setdefault((row.host_id, row.device_type), []).append(_FreeDevice(row.id, row.index, row.model))
+            free.setdefault((row.host_id, row.device_type), []).append(FreeDevice(row.id, row.index, row.model))
     return free
-
-
-def _matches(model: str, wanted: str | None) -> bool:
-    return wanted is None or wanted.casefold() in model.casefold()
-
-
-def _gpu_model(job: Job) -> str | None:
-    return (job.spec.get("resources") or {}).get("gpu_model")
 
 
 def _host_capacity(session: Session, device_type: str, gpu_model: str | None) -> dict[int, int]:
@@ -239,67 +275,9 @@ def _host_capacity(session: Session, device_type: str, gpu_model: str | None) ->
         .join(Host, Host.id == Device.host_id)
         .where(Device.enabled.is_(True), Device.device_type == device_type, Host.status == "online")
     ):
-        if _matches(model, gpu_model):
+        if model_matches(model, gpu_model):
             counts[host_id] = counts.get(host_id, 0) + 1
     return counts
-
-
-def _describe(job: Job, gpu_model: str | None) -> str:
-    what = f"{job.devices} {job.device_type} device{'s' if job.devices != 1 else ''}"
-    return f"{what} of model {gpu_model!r}" if gpu_model else what
-
-
-def _fits(job: Job, free: Pools, hosts: dict[int, Host]) -> list[tuple[Host, list[_FreeDevice]]]:
-    """The job's nodes on hosts with enough free matching devices (best fit first), or [] when it does not fit."""
-    gpu_model = _gpu_model(job)
-    fits: list[tuple[Host, list[_FreeDevice]]] = []
-    for (host_id, device_type), devices in free.items():
-        if device_type != job.device_type:
-            continue
-        matching = [d for d in devices if _matches(d.model, gpu_model)]
-        if len(matching) >= job.devices:
-            fits.append((hosts[host_id], matching[: job.devices]))
-    if len(fits) < job.nodes:
-        return []
-    # Best fit: hosts with the fewest free devices first keep large blocks for large jobs.
-    fits.sort(key=lambda fit: (len(free[(fit[0].id, job.device_type)]), fit[0].name))
-    return fits[: job.nodes]
-
-
-def _free_matching(job: Job, free: Pools) -> dict[int, int]:
-    """Free devices per host that this job could use."""
-    gpu_model = _gpu_model(job)
-    return {
-        host_id: len([d for d in devices if _matches(d.model, gpu_model)])
-        for (host_id, kind), devices in free.items()
-        if kind == job.device_type
-    }
-
-
-def _why_it_does_not_fit(job: Job, free: Pools, capacity: dict[int, int]) -> str:
-    need = _describe(job, _gpu_model(job))
-    free_per_host = _free_matching(job, free)
-    if job.nodes > 1:
-        able = sum(1 for count in free_per_host.values() if count >= job.devices)
-        return f"needs {job.nodes} hosts with {need} free each; {able} have"
-    largest_online = max(capacity.values(), default=0)
-    if largest_online < job.devices:
-        return f"needs {need}; the largest online host has {largest_online}"
-    return f"needs {need}; largest free host has {max(free_per_host.values(), default=0)}"
-
-
-def _claim_for_head(job: Job, free: Pools, capacity: dict[int, int]) -> set[tuple[int, str]]:
-    """The pools the blocked head of the queue will start on once they free up: nothing behind it may take them.
-
-    Without run-time estimates a backfilled job could outlive the head's wait, so backfill uses only
-    the hosts the head does not need. Empty when too few hosts could ever hold the job.
-    """
-    able = [host_id for host_id, count in capacity.items() if count >= job.devices]
-    if len(able) < job.nodes:
-        return set()
-    free_per_host = _free_matching(job, free)
-    able.sort(key=lambda host_id: (-free_per_host.get(host_id, 0), host_id))
-    return {(host_id, job.device_type) for host_id in able[: job.nodes]}
 
 
 def _team_usage(session: Session) -> dict[int, int]:
@@ -346,23 +324,26 @@ def _allocate(session: Session, report: PassReport) -> None:
     head: Job | None = None
     claimed: set[tuple[int, str]] = set()
     capacities: dict[tuple[str, str | None], dict[int, int]] = {}
+
+    def capacity(device_type: str, gpu_model: str | None) -> dict[int, int]:
+        """One query per kind of device a pass, not one per waiting job."""
+        if (device_type, gpu_model) not in capacities:
+            capacities[(device_type, gpu_model)] = _host_capacity(session, device_type, gpu_model)
+        return capacities[(device_type, gpu_model)]
+
     for job in queued:
         reason = _quota_reason(job, usage, quotas)
-        placement: list[tuple[Host, list[_FreeDevice]]] = []
+        placement: list[PlacedNode] = []
         if reason is None:
             unclaimed = {key: devices for key, devices in free.items() if key not in claimed}
-            placement = _fits(job, unclaimed, hosts)
+            placement = place(job, unclaimed)
             if not placement:
-                kind = (job.device_type, _gpu_model(job))
-                if kind not in capacities:  # one query per kind of device a pass, not one per waiting job
-                    capacities[kind] = _host_capacity(session, *kind)
-                capacity = capacities[kind]
-                if head is not None and _fits(job, free, hosts):
+                if head is not None and place(job, free):
                     reason = f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
                 else:
-                    reason = _why_it_does_not_fit(job, free, capacity)
+                    reason = wait_reason(job, free, capacity)
                     if head is None:
-                        claimed = _claim_for_head(job, free, capacity)
+                        claimed = head_claim(job, free, capacity)
                         head = job if claimed else None
         if reason is not None:
             job.wait_reason = reason
@@ -370,21 +351,35 @@ def _allocate(session: Session, report: PassReport) -> None:
             continue
         job.attempt += 1
         job.wait_reason = None
-        for node_rank, (host, devices) in enumerate(placement):
-            taken = {d.id for d in devices}
+        for node_rank, node in enumerate(placement):
+            host = hosts[node.host_id]
+            taken = {device.id for device, _ in node.devices}
             key = (host.id, job.device_type)
             free[key] = [d for d in free[key] if d.id not in taken]
-            for device in devices:
+            for device, pool in node.devices:
                 session.add(
                     Allocation(
-                        job_id=job.id, attempt=job.attempt, device_id=device.id, host_id=host.id, node_rank=node_rank
+                        job_id=job.id,
+                        attempt=job.attempt,
+                        device_id=device.id,
+                        host_id=host.id,
+                        node_rank=node_rank,
+                        pool=pool,
                     )
                 )
             report.placed.append(NodeTask(job.id, job.attempt, node_rank, host.name, host.queue))
         if job.team_id is not None:
             usage[job.team_id] = usage.get(job.team_id, 0) + job.devices * job.nodes
-        names = ", ".join(host.name for host, _ in placement)
-        set_status(session, job, "scheduled", f"attempt {job.attempt} on {names}")
+        set_status(session, job, "scheduled", f"attempt {job.attempt} on {_placed_on(placement, hosts)}")
+
+
+def _placed_on(placement: list[PlacedNode], hosts: dict[int, Host]) -> str:
+    """ "alpha, beta", or with pools "alpha (rollout), beta (trainer)"."""
+    names = []
+    for node in placement:
+        pools = sorted({pool for _, pool in node.devices if pool}, key=POOLS.index)
+        names.append(hosts[node.host_id].name + (f" ({' + '.join(pools)})" if pools else ""))
+    return ", ".join(names)
 
 
 def _only_pass_running(session: Session) -> bool:
@@ -454,18 +449,19 @@ def run_scheduler(
 
 
 def requeue_jobs_on_host(session: Session, host: Host, reason: str) -> list[int]:
-    """Send every active job holding a device of `host` back to the queue (or fail it when out of attempts).
+    """Send every active job whose current attempt holds a device of `host` back to the queue (or fail it when
+    out of attempts); its nodes elsewhere are stopped by their workers.
 
     A task for a job's old attempt that the broker delivers later finds the attempt changed and does nothing.
     """
+    on_host = (
+        select(Allocation.job_id)
+        .where(Allocation.host_id == host.id, Allocation.released_at.is_(None), Allocation.attempt == Job.attempt)
+        .correlate(Job)
+    )
     jobs = session.scalars(
         select(Job)
-        .where(
-            Job.status.in_(ACTIVE_STATES),
-            Job.id.in_(
-                select(Allocation.job_id).where(Allocation.host_id == host.id, Allocation.released_at.is_(None))
-            ),
-        )
+        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(on_host))
         .order_by(Job.id)
         .with_for_update()
     ).all()
@@ -475,5 +471,12 @@ def requeue_jobs_on_host(session: Session, host: Host, reason: str) -> list[int]
 
 
 def requeue_interrupted_jobs(session: Session, host: Host) -> list[int]:
-    """A worker that (re)starts runs nothing yet: jobs still holding its devices were interrupted."""
-    return requeue_jobs_on_host(session, host, f"worker on host {host.name} restarted")
+    """A worker that (re)starts runs nothing yet: every device of its host is free, and the jobs whose current
+    attempt held one were interrupted."""
+    requeued = requeue_jobs_on_host(session, host, f"worker on host {host.name} restarted")
+    now = utcnow()
+    for allocation in session.scalars(
+        select(Allocation).where(Allocation.host_id == host.id, Allocation.released_at.is_(None))
+    ):
+        allocation.released_at = now
+    return requeued

@@ -49,11 +49,16 @@ def add_job(factory: sessionmaker[Session]) -> Callable[..., Job]:
         priority: int = 0,
         nodes: int = 1,
         gpu_model: str | None = None,
+        pools: dict[str, dict[str, Any]] | None = None,
         **fields: Any,
     ) -> Job:
+        """`pools` ({"rollout": {"devices": 1, "gpu_model": ...}, "trainer": {...}}) makes a DigenRL pool job."""
         resources: dict[str, Any] = {"devices": devices, "device_type": device_type, "nodes": nodes}
         if gpu_model is not None:
             resources["gpu_model"] = gpu_model
+        if pools is not None:
+            devices = resources["devices"] = sum(pool["devices"] for pool in pools.values())
+            resources["pools"] = pools
         with factory.begin() as session:
             job = Job(
                 name=fields.pop("name", "job"),

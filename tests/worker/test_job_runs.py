@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Allocation, Host, Job, LogLine
+from server.models import Allocation, Host, Job, JobEvent, LogLine
 from server.services import job_runs
 from server.services.job_status import set_status
 from server.services.scheduler import NodeTask, schedule_once
@@ -89,7 +89,7 @@ def test_exit_zero_succeeds_releases_devices_and_clears_the_token(factory, add_h
     task = scheduled(factory, add_host, add_job)
     start(factory, task, tmp_path)
     with factory.begin() as session:
-        assert job_runs.mark_running(session, task.job_id, task.attempt, "alpha")
+        assert job_runs.mark_running(session, task.job_id, task.attempt, task.node_rank, "alpha")
 
     assert finish(factory, task, 0) == "succeeded"
     done = job(factory, task.job_id)
@@ -175,7 +175,7 @@ def test_an_oom_killed_trainer_is_an_infrastructure_failure_and_is_retried(facto
     task = scheduled(factory, add_host, add_job)
     start(factory, task, tmp_path)
     with factory.begin() as session:
-        job_runs.mark_running(session, task.job_id, task.attempt, "alpha")
+        job_runs.mark_running(session, task.job_id, task.attempt, task.node_rank, "alpha")
         status = job_runs.finish_run(
             session, task.job_id, task.attempt, 0, "alpha", 1, None, TORCHRUN_ROOT_CAUSE_SIGKILL
         )
@@ -225,29 +225,70 @@ def two_node_attempt(factory, add_host, add_job, tmp_path) -> list[NodeTask]:
     with factory.begin() as session:
         for t in sent:
             job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path)
-            job_runs.mark_running(session, t.job_id, t.attempt, t.host)
+            job_runs.mark_running(session, t.job_id, t.attempt, t.node_rank, t.host)
     return sorted(sent, key=lambda t: t.node_rank)
 
 
-def test_one_node_failing_fails_the_job_and_stops_the_other_node(factory, add_host, add_job, tmp_path):
+def finish_node(factory, task: NodeTask, code: int, stopped_for: str | None = None, tail=("Boom",)) -> str | None:
+    with factory.begin() as session:
+        return job_runs.finish_run(
+            session, task.job_id, task.attempt, task.node_rank, task.host, code, stopped_for, list(tail)
+        )
+
+
+def stop_reason(factory, task: NodeTask) -> str | None:
+    with factory() as session:
+        return job_runs.stop_reason(session, task.job_id, task.attempt)
+
+
+def test_one_node_failing_stops_the_other_node_and_the_job_fails_when_both_have_ended(
+    factory, add_host, add_job, tmp_path
+):
     first, second = two_node_attempt(factory, add_host, add_job, tmp_path)
 
+    assert finish_node(factory, second, 1) is None  # the verdict waits for node 0
+    assert stop_reason(factory, first) == job_runs.STOP_PEER_FAILED
+    assert finish_node(factory, first, -15, job_runs.STOP_PEER_FAILED) == "failed"
+
+    assert job(factory, first.job_id).error == "trainer exited with code 1 on beta (node 1)\nBoom"
+    assert live(factory, first.job_id) == 0
+
+
+def test_a_node_failing_because_its_peer_vanished_is_retried_once_the_peer_host_is_lost(
+    factory, add_host, add_job, tmp_path
+):
+    first, _ = two_node_attempt(factory, add_host, add_job, tmp_path)
+    # beta's worker died: its ranks vanished, so alpha's ranks failed in a collective.
+    assert finish_node(factory, first, 1, tail=("RuntimeError: Connection closed by peer",)) is None
+
     with factory.begin() as session:
-        status = job_runs.finish_run(session, second.job_id, second.attempt, 1, "beta", 1, None, ["Boom"])
-        assert job_runs.stop_reason(session, first.job_id, first.attempt) == job_runs.STOP_SUPERSEDED
+        host = session.scalar(select(Host).where(Host.name == "beta"))
+        host.last_heartbeat_at = host.last_heartbeat_at.replace(year=2000)
+    schedule_once(factory, [].append, 30.0)
 
-    assert status == "failed"
-    assert live(factory, first.job_id) == 0  # node 0's devices are freed with the job, not left behind
+    requeued = job(factory, first.job_id)
+    assert (requeued.status, requeued.error) == ("queued", None)
+    assert _last_event(factory, first.job_id).startswith("host beta lost; retrying")
 
 
-def test_one_node_oom_killed_retries_the_whole_job(factory, add_host, add_job, tmp_path):
+def _last_event(factory, job_id: int) -> str:
+    with factory() as session:
+        return session.scalars(select(JobEvent.message).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()[
+            -1
+        ]
+
+
+def test_one_node_oom_killed_retries_the_whole_job_once_the_other_node_has_stopped(
+    factory, add_host, add_job, tmp_path
+):
     first, second = two_node_attempt(factory, add_host, add_job, tmp_path)
 
-    with factory.begin() as session:
-        status = job_runs.finish_run(session, second.job_id, second.attempt, 1, "beta", -9, None, [])
-        assert job_runs.stop_reason(session, first.job_id, first.attempt) == job_runs.STOP_SUPERSEDED
-
-    assert status == "queued"
+    assert finish_node(factory, second, -9, tail=()) == "queued"
+    assert stop_reason(factory, first) == job_runs.STOP_SUPERSEDED
     sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+    assert sent == []  # node 0's trainer still holds its device while it stops
+
+    assert finish_node(factory, first, -15, job_runs.STOP_SUPERSEDED) is None
     schedule_once(factory, sent.append, 30.0)
     assert sorted((t.node_rank, t.attempt) for t in sent) == [(0, 2), (1, 2)]

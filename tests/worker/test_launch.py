@@ -41,13 +41,13 @@ def test_single_node_argv_is_a_standalone_torchrun_list_ending_in_the_trainer_co
     assert all(isinstance(arg, str) for arg in argv)
 
 
-def test_multi_node_argv_uses_c10d_rendezvous_on_the_first_node(tmp_path: Path):
+def test_multi_node_argv_uses_a_static_rendezvous_on_the_first_node_so_ranks_follow_node_ranks(tmp_path: Path):
     argv = torchrun_argv(plan(tmp_path, nnodes=2, node_rank=1, rendezvous_endpoint="10.0.0.5:29507"))
 
     assert "--standalone" not in argv
     joined = " ".join(argv)
     assert "--nnodes 2" in joined and "--node-rank 1" in joined
-    assert "--rdzv-backend c10d --rdzv-endpoint 10.0.0.5:29507 --rdzv-id sfumato-7-1" in joined
+    assert "--rdzv-backend static --rdzv-endpoint 10.0.0.5:29507 --rdzv-id sfumato-7-1" in joined
 
 
 def test_multi_node_without_an_endpoint_is_refused(tmp_path: Path):

@@ -67,14 +67,23 @@ def request_cancel_when_running(factory: sessionmaker[Session], job_id: int) -> 
 def test_output_lines_reach_the_database_and_the_log_file_and_the_exit_code_is_kept(factory, plan):
     outcome = run(factory, plan, "import sys\nprint('step 1')\nprint('oops', file=sys.stderr)\nsys.exit(3)")
 
-    assert outcome == Outcome(exit_code=3, stopped_for=None, tail=outcome.tail)
+    assert (outcome.exit_code, outcome.stopped_for) == (3, None)
     assert sorted(outcome.tail) == ["oops", "step 1"]
     with factory() as session:
         rows = {(r.stream, r.text) for r in session.scalars(select(LogLine).where(LogLine.job_id == plan.job_id))}
         assert session.get(Job, plan.job_id).status == "running"
-    assert rows == {("stdout", "step 1"), ("stderr", "oops")}
+    assert {row for row in rows if row[0] != "worker"} == {("stdout", "step 1"), ("stderr", "oops")}
     text = plan.log_path.read_text()
     assert "[stdout] step 1" in text and "[stderr] oops" in text and "exit code 3" in text
+
+
+def test_the_command_and_the_exit_code_join_the_job_s_logs_under_stream_worker(factory, plan):
+    outcome = run(factory, plan, "import sys\nsys.exit(3)")
+
+    with factory() as session:
+        stored = [r.text for r in session.scalars(select(LogLine).where(LogLine.stream == "worker"))]
+    assert [text.split()[0] for text in stored] == ["$"]  # stored while the trainer ran
+    assert outcome.unsaved_logs == [("worker", "exit code 3")]  # stored with the node's end (tasks.finish)
 
 
 def test_cancel_terminates_the_trainer_and_its_children(factory, plan, tmp_path: Path):
