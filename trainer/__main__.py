@@ -40,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.run import run
 
         run(args.spec, args.output_dir, args.resume)
-    except (ValidationError, SpecError) as exc:
+    except SpecError as exc:  # found by the trainer itself (a reward model that does not load, a video size)
+        print(f"spec error: {exc.field}: {exc.message}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
         for error in spec_errors(exc):
             print(f"spec error: {error['field']}: {error['message']}", file=sys.stderr)
         return 2
