@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -11,8 +12,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.models import Allocation, Device, Host, Job, JobEvent, Team
+from server.services import job_runs
+from server.services.host_admin import disable_host
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, PassReport, schedule_once
+from server.services.scheduler import NodeTask, PassReport, requeue_interrupted_jobs, schedule_once
 
 AddHost = Callable[..., Host]
 AddJob = Callable[..., Job]
@@ -321,3 +324,84 @@ def test_the_database_refuses_a_second_live_allocation_of_a_device(factory, add_
     finish(factory, holder.id)
     run_pass(factory)  # releases the finished job's allocation, then places the other job on the device
     assert job(factory, intruder.id).status == "scheduled"
+
+
+def two_node_job_running(factory: sessionmaker[Session], add_host: AddHost, add_job: AddJob) -> list[NodeTask]:
+    """A 2-node job on alpha (node 0) and beta (node 1), both trainers started."""
+    add_host("alpha", devices=1)
+    add_host("beta", devices=1)
+    add_job(nodes=2)
+    sent: list[NodeTask] = []
+    run_pass(factory, sent)
+    with factory.begin() as session:
+        for task in sent:
+            job_runs.start_run(session, task.job_id, task.attempt, task.node_rank, task.host, Path("/tmp/unused"))
+            job_runs.mark_running(session, task.job_id, task.attempt, task.node_rank, task.host)
+    return sorted(sent, key=lambda t: t.node_rank)
+
+
+def held_by_host(factory: sessionmaker[Session]) -> dict[str, int]:
+    with factory() as session:
+        return {
+            a.host.name: a.attempt for a in session.scalars(select(Allocation).where(Allocation.released_at.is_(None)))
+        }
+
+
+def test_a_lost_node_sends_the_job_back_as_a_whole_and_its_peers_are_told_to_stop(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    survivor, _ = two_node_job_running(factory, add_host, add_job)
+    lose_host(factory, "beta")
+
+    report = run_pass(factory)
+
+    assert (report.lost_hosts, report.requeued) == (["beta"], [survivor.job_id])
+    with factory() as session:
+        assert job_runs.stop_reason(session, survivor.job_id, survivor.attempt) == job_runs.STOP_SUPERSEDED
+    assert held_by_host(factory) == {"alpha": 1}  # the survivor keeps its device until its trainer has exited
+    with factory.begin() as session:
+        job_runs.finish_run(session, survivor.job_id, 1, 0, "alpha", -15, job_runs.STOP_SUPERSEDED, [])
+    assert held_by_host(factory) == {}
+    assert job(factory, survivor.job_id).status == "queued"
+
+
+def test_a_running_job_whose_other_node_never_started_is_requeued_instead_of_waiting_at_the_rendezvous(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("alpha", devices=1)
+    add_host("beta", devices=1)
+    spanning = add_job(nodes=2)
+    sent: list[NodeTask] = []
+    run_pass(factory, sent)
+    started = next(t for t in sent if t.node_rank == 0)
+    with factory.begin() as session:
+        job_runs.mark_running(session, started.job_id, started.attempt, 0, started.host)  # node 1's task was lost
+        for allocation in session.scalars(select(Allocation)):
+            allocation.created_at = allocation.created_at.replace(year=2000)
+
+    report = schedule_once(factory, [].append, LOST_AFTER, scheduled_timeout_seconds=60)
+
+    assert report.requeued == [spanning.id]
+    with factory() as session:
+        assert job_runs.stop_reason(session, spanning.id, 1) == job_runs.STOP_SUPERSEDED
+    assert held_by_host(factory) == {started.host: 1}  # node 1's device is free at once: nothing runs there
+
+
+def test_a_restarted_worker_frees_an_old_attempt_s_devices_without_requeuing_the_new_attempt(
+    factory, add_host: AddHost, add_job: AddJob
+):
+    add_host("alpha", devices=2)
+    beta = add_host("beta", devices=1)
+    moved = add_job()
+    run_pass(factory)  # best fit: beta
+    with factory.begin() as session:
+        job_runs.mark_running(session, moved.id, 1, 0, "beta")
+        disable_host(session, beta.id)  # attempt 1 is being stopped on beta
+    run_pass(factory)
+    assert held_by_host(factory) == {"alpha": 2, "beta": 1}
+
+    with factory.begin() as session:
+        assert requeue_interrupted_jobs(session, session.get(Host, beta.id)) == []
+
+    assert held_by_host(factory) == {"alpha": 2}
+    assert job(factory, moved.id).status == "scheduled"
