@@ -1,5 +1,10 @@
-"""Two worker processes posing as two hosts with one CPU slot each: a 2-node job rendezvouses (c10d on the
-first node), trains across both, and both nodes' logs are collected."""
+"""Two worker processes posing as two hosts with one CPU slot each: a 2-node job rendezvouses (static, on the
+first node), trains across both, and both nodes' logs are collected. One node's worker is killed mid-run: the
+host is lost, the other node is told to stop, and the job is retried as a whole from its checkpoint once the
+host is back, instead of failing on the survivor's error or waiting for a timeout.
+
+One test, not two, to keep the suite's time: the retried attempt is itself a 2-node run that must succeed.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +15,34 @@ from fault_harness import Cluster, live_metric_steps, tiny_spec
 
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
-TOTAL_STEPS = 3
+TOTAL_STEPS = 4
 
 
-def test_a_two_node_job_runs_across_two_hosts(start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str):
+def test_a_two_node_job_runs_across_two_hosts_and_a_lost_node_retries_it_as_a_whole(
+    start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
+):
     cluster = start_cluster(postgres_url, redis_url, {"alpha": 1, "beta": 1})
-    spec = tiny_spec(TOTAL_STEPS, resources={"devices": 1, "device_type": "cpu", "nodes": 2})
+    resources = {"devices": 1, "device_type": "cpu", "nodes": 2}
+    job_id = cluster.submit(tiny_spec(TOTAL_STEPS, checkpoint={"every": 1}, resources=resources))
+    cluster.wait_for("two steps and their checkpoints", lambda: cluster.job(job_id)["step"] >= 2, timeout=150)
+    [lost] = {a["host"] for a in cluster.job(job_id)["allocations"] if a["node_rank"] == 1}
 
-    job_id = cluster.submit(spec)
+    cluster.kill(f"worker-{lost}")  # its trainer gets SIGTERM from the parent-death signal
+    cluster.wait_for(f"{lost} lost", lambda: {h["name"]: h["status"] for h in cluster.hosts()}.get(lost) == "lost")
+    cluster.start_worker(lost)
 
     done = cluster.wait_done(job_id, timeout=150)
     assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
-    assert sorted((a["node_rank"], a["host"]) for a in done["allocations"]) in (
+    assert done["attempt"] == 2
+    events = [(e["status"], e["message"]) for e in done["events"]]
+    assert ("queued", f"host {lost} lost; retrying (1 of 3 attempts used)") in events
+    assert all(status != "failed" for status, _ in events), events
+    assert sorted((a["node_rank"], a["host"]) for a in done["allocations"] if a["attempt"] == 2) in (
         [(0, "alpha"), (1, "beta")],
         [(0, "beta"), (1, "alpha")],
     )
     with cluster.platform.client() as http:
         lines = http.get(f"/api/v1/jobs/{job_id}/logs").json()["lines"]
-    assert {line["node_rank"] for line in lines} == {0, 1}
+    assert {line["node_rank"] for line in lines if line["attempt"] == 2} == {0, 1}
     assert any("2 rank(s)" in line["text"] for line in lines)
     assert live_metric_steps(cluster, job_id) == list(range(1, TOTAL_STEPS + 1))
