@@ -44,6 +44,7 @@ from server.db import scratch_postgres_database
 from server.main import create_app
 from server.migrate import upgrade
 from server.models import Job, JobEvent, LogLine, Membership, Team, User
+from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from web.pages.job_detail import CHARTS
@@ -98,17 +99,13 @@ def store_metrics(session: Any, job_id: int, keys: list[str], steps: int, speed:
     """The job's points through the ingestion service's block writer, 1,000 steps per batch."""
     start = 1_732_870_000.0
     for first in range(0, steps, 1000):
-        columns: dict[str, tuple[list[int], list[float], list[float]]] = {key: ([], [], []) for key in keys}
+        reported = []
         for step in range(first, min(first + 1000, steps)):
-            wall = start + step * 6.0 / speed
             base = 0.3 + 0.4 * (1 - math.exp(-step / (steps / 5))) + 0.02 * math.sin(step * 0.37)
-            for i, key in enumerate(keys):
-                column = columns[key]
-                column[0].append(step)
-                column[1].append(base * (1 + 0.1 * i) + 0.01 * math.sin(step * (i + 1) * 0.013))
-                column[2].append(wall)
+            values = {key: base * (1 + 0.1 * i) + 0.01 * math.sin(step * (i + 1) * 0.013) for i, key in enumerate(keys)}
+            reported.append(MetricStep(step=step, wall_time=start + step * 6.0 / speed, values=values))
         record_first_step(session, job_id, 1, first)
-        metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints.from_columns(columns))
+        metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints.of_steps(reported)[0])
         session.commit()
 
 

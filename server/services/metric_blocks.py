@@ -7,19 +7,24 @@ minimum, maximum, last). Merging keeps a step already stored, so a re-sent batch
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import select, text, tuple_
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
 from server.models import MetricBlock
+from server.schemas.metrics import MetricStep
 
 POINT = np.dtype([("step", "<i4"), ("value", "<f8"), ("wall", "<f8")])
+
+
+FIGURES = ("n", "total", "first_step", "first_wall", "last_step", "last_value", "last_wall", "min_value", "max_value")
+FIGURE_TYPES = ("integer", "float8", "integer", "float8", "integer", "float8", "float8", "float8", "float8")
 
 
 def unpack(data: bytes) -> np.ndarray:
@@ -59,13 +64,31 @@ class BatchPoints:
     by_key: dict[str, np.ndarray]
 
     @classmethod
-    def from_columns(cls, columns: dict[str, tuple[list[int], list[float], list[float]]]) -> BatchPoints:
-        by_key = {}
-        for key, (steps, values, walls) in columns.items():
-            points = np.empty(len(steps), dtype=POINT)
-            points["step"], points["value"], points["wall"] = steps, values, walls
-            by_key[key] = points
-        return cls(by_key)
+    def of_steps(cls, steps: Sequence[MetricStep]) -> tuple[BatchPoints, int]:
+        """The finite points of a trainer's steps, and how many were not finite. Consecutive steps that report
+        the same keys in the same order (a trainer's usual batch) become one (steps x keys) matrix."""
+        parts: dict[str, list[np.ndarray]] = {}
+        skipped = 0
+        start = 0
+        while start < len(steps):
+            keys = tuple(steps[start].values)
+            end = start + 1
+            while end < len(steps) and tuple(steps[end].values) == keys:
+                end += 1
+            run = steps[start:end]
+            values = np.array([list(s.values.values()) for s in run], dtype=np.float64).reshape(len(run), len(keys))
+            step_ids = np.array([s.step for s in run], dtype=np.int64)
+            walls = np.array([s.wall_time for s in run], dtype=np.float64)
+            finite = np.isfinite(values)
+            skipped += int(finite.size - np.count_nonzero(finite))
+            for column, key in enumerate(keys):
+                kept = finite[:, column]
+                points = np.empty(int(np.count_nonzero(kept)), dtype=POINT)
+                points["step"], points["value"], points["wall"] = step_ids[kept], values[kept, column], walls[kept]
+                parts.setdefault(key, []).append(points)
+            start = end
+        by_key = {key: arrays[0] if len(arrays) == 1 else np.concatenate(arrays) for key, arrays in parts.items()}
+        return cls({key: points for key, points in by_key.items() if len(points)}), skipped
 
     def blocks(self) -> Iterable[tuple[str, int, np.ndarray]]:
         """(key, block, that block's new points) for every block the batch touches."""
@@ -84,16 +107,9 @@ def store(session: Session, job_id: int, attempt: int, batch: BatchPoints) -> in
     touched = list(batch.blocks())
     if not touched:
         return 0
-    stored = {
-        (key, block): unpack(points)
-        for key, block, points in session.execute(
-            select(MetricBlock.key, MetricBlock.block, MetricBlock.points).where(
-                MetricBlock.job_id == job_id,
-                MetricBlock.attempt == attempt,
-                tuple_(MetricBlock.key, MetricBlock.block).in_([(key, block) for key, block, _points in touched]),
-            )
-        )
-    }
+    postgres = session.get_bind().dialect.name == "postgresql"
+    found = _stored_postgres if postgres else _stored_sqlite
+    stored = {(key, block): unpack(points) for key, block, points in found(session, job_id, attempt, touched)}
     rows = []
     added = 0
     for key, block, new in touched:
@@ -104,19 +120,72 @@ def store(session: Session, job_id: int, attempt: int, batch: BatchPoints) -> in
             continue
         added += grew
         stored[(key, block)] = merged
-        rows.append(
-            {"job_id": job_id, "key": key, "attempt": attempt, "block": block, "points": merged.tobytes()}
-            | figures(merged)
-        )
+        rows.append((key, block, merged))
     if rows:
-        _upsert(session, rows)
+        (_upsert_postgres if postgres else _upsert_sqlite)(session, job_id, attempt, rows)
     return added
 
 
-def _upsert(session: Session, rows: list[dict[str, Any]]) -> None:
+Touched = list[tuple[str, int, np.ndarray]]
+
+# PostgreSQL: one statement text whatever the batch (the blocks as parallel arrays), so it is parsed and
+# planned once per connection; the packed points travel as one binary bytea, cut apart by offsets.
+_STORED = text(
+    "SELECT key, block, points FROM metric_blocks WHERE job_id = :job_id AND key = ANY(CAST(:keys AS varchar[])) "
+    "AND attempt = :attempt AND block BETWEEN :low AND :high"
+)
+_UPSERT = text(
+    f"INSERT INTO metric_blocks (job_id, key, attempt, block, {', '.join(FIGURES)}, points) "
+    f"SELECT :job_id, key, :attempt, block, {', '.join(FIGURES)}, substring(CAST(:blob AS bytea) FROM start FOR size) "
+    f"FROM unnest(CAST(:keys AS varchar[]), CAST(:blocks AS integer[]), "
+    + ", ".join(f"CAST(:{c} AS {t}[])" for c, t in zip(FIGURES, FIGURE_TYPES, strict=True))
+    + f", CAST(:starts AS integer[]), CAST(:sizes AS integer[])) AS b(key, block, {', '.join(FIGURES)}, start, size) "
+    "ON CONFLICT (job_id, key, attempt, block) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in (*FIGURES, "points"))
+)
+
+
+def _stored_postgres(session: Session, job_id: int, attempt: int, touched: Touched) -> Iterable[Any]:
+    """The touched blocks (and any other block of those keys in the same range, which the caller ignores):
+    a primary-key range probe per key."""
+    keys = sorted({key for key, _block, _points in touched})
+    blocks = [block for _key, block, _points in touched]
+    params = {"job_id": job_id, "attempt": attempt, "keys": keys, "low": min(blocks), "high": max(blocks)}
+    return session.execute(_STORED, params)
+
+
+def _stored_sqlite(session: Session, job_id: int, attempt: int, touched: Touched) -> Iterable[Any]:
+    return session.execute(
+        select(MetricBlock.key, MetricBlock.block, MetricBlock.points).where(
+            MetricBlock.job_id == job_id,
+            MetricBlock.attempt == attempt,
+            tuple_(MetricBlock.key, MetricBlock.block).in_([(key, block) for key, block, _points in touched]),
+        )
+    )
+
+
+def _upsert_postgres(session: Session, job_id: int, attempt: int, rows: Touched) -> None:
+    columns: dict[str, list[Any]] = {name: [] for name in ("keys", "blocks", *FIGURES, "starts", "sizes")}
+    start = 1  # substring() counts from 1
+    for key, block, points in rows:
+        columns["keys"].append(key)
+        columns["blocks"].append(block)
+        for name, value in figures(points).items():
+            columns[name].append(value)
+        columns["starts"].append(start)
+        columns["sizes"].append(points.nbytes)
+        start += points.nbytes
+    blob = b"".join(points.tobytes() for _key, _block, points in rows)
+    session.execute(_UPSERT, {"job_id": job_id, "attempt": attempt, "blob": blob, **columns})
+
+
+def _upsert_sqlite(session: Session, job_id: int, attempt: int, rows: Touched) -> None:
     table = MetricBlock.__table__
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = insert(table)
+    statement = sqlite.insert(table)
     keys = [table.c.job_id, table.c.key, table.c.attempt, table.c.block]
     updated = {c.name: statement.excluded[c.name] for c in table.columns if c not in keys}
-    session.execute(statement.on_conflict_do_update(index_elements=keys, set_=updated), rows)
+    values = [
+        {"job_id": job_id, "key": key, "attempt": attempt, "block": block, "points": points.tobytes()} | figures(points)
+        for key, block, points in rows
+    ]
+    session.execute(statement.on_conflict_do_update(index_elements=keys, set_=updated), values)

@@ -7,8 +7,6 @@ only the steps that are new, so it costs no more than the first send. Reads are 
 
 from __future__ import annotations
 
-import math
-
 from sqlalchemy.orm import Session
 
 from server.models import Job
@@ -24,25 +22,11 @@ def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_point
         raise PayloadTooLarge(f"batch has {batch.point_count} points; the limit is {max_points}")
     if batch.attempt > job.attempt:
         raise Conflict(f"attempt {batch.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")
-    columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
-    skipped = 0
-    for point in batch.steps:
-        step, wall = point.step, point.wall_time
-        for key, value in point.values.items():
-            if not math.isfinite(value):
-                skipped += 1
-                continue
-            column = columns.get(key)
-            if column is None:
-                column = columns[key] = ([], [], [])
-            column[0].append(step)
-            column[1].append(value)
-            column[2].append(wall)
+    points, skipped = metric_blocks.BatchPoints.of_steps(batch.steps)
     stored = 0
-    if columns:
-        first_step = min(min(steps) for steps, _values, _walls in columns.values())
+    if points.by_key:
+        first_step = min(int(p["step"].min()) for p in points.by_key.values())
         record_first_step(session, job.id, batch.attempt, first_step)
-        points = metric_blocks.BatchPoints.from_columns(columns)
         stored = metric_blocks.store(session, job.id, batch.attempt, points)
     session.commit()
     return stored, skipped

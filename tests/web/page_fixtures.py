@@ -32,6 +32,7 @@ from server.models import (
     User,
     utcnow,
 )
+from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
@@ -110,7 +111,7 @@ def make_job(session: Session, owner: User, team: Team | None, name: str, execut
 def add_metrics(session: Session, job: Job, steps: range, speed: float = 1.0, attempt: int = 1) -> None:
     """Metric rows shaped like the trainer's: a rising reward, falling loss, a step-time split."""
     start = 1_732_870_000.0
-    columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    reported: list[MetricStep] = []
     for step in steps:
         wall = start + step * 6.0 / speed
         reward = 0.3 + 0.4 * (1 - math.exp(-step / 15)) + 0.02 * math.sin(step * speed)
@@ -131,14 +132,10 @@ def add_metrics(session: Session, job: Job, steps: range, speed: float = 1.0, at
             "memory/peak_bytes": (6 + speed) * 2**30,
             f"executor/{job.executor}_overlap": 0.2 * speed,
         }
-        for key, value in values.items():
-            column = columns.setdefault(key, ([], [], []))
-            column[0].append(step)
-            column[1].append(value)
-            column[2].append(wall)
-    if columns:
+        reported.append(MetricStep(step=step, wall_time=wall, values=values))
+    if reported:
         record_first_step(session, job.id, attempt, steps[0])
-        metric_blocks.store(session, job.id, attempt, metric_blocks.BatchPoints.from_columns(columns))
+        metric_blocks.store(session, job.id, attempt, metric_blocks.BatchPoints.of_steps(reported)[0])
 
 
 def add_samples(session: Session, job: Job, artifact_root: Path, steps: list[int], prompts: list[str]) -> None:
