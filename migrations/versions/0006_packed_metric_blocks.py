@@ -3,7 +3,8 @@
 A row per point cost ~18 µs of server and database CPU per point stored (index entries, tuple headers,
 triggers keeping the 16-step rollups) and a million-point chart read thousands of rollup rows plus a
 probe per kept step. A block packs its points (step int32, value float64, wall float64) next to the figures
-charts need, so ingestion writes one row per key per batch and long reads never unpack anything.
+charts need (the block's, and each 16 steps' in `tiles`), so ingestion writes one row per key per batch and
+long reads never unpack points.
 
 The `superseded` flag per point becomes `metric_attempts`: the first step each attempt reported, from which
 the earlier attempts' points stop counting. Existing points are packed here; the downgrade unpacks them.
@@ -29,6 +30,10 @@ depends_on: str | Sequence[str] | None = None
 
 BLOCK = 256  # server.models.METRIC_BLOCK_STEPS
 POINT = np.dtype([("step", "<i4"), ("value", "<f8"), ("wall", "<f8")])  # server.services.metric_blocks.POINT
+TILE_STEPS = 16  # ... and its TILE: each 16 steps' last point, minimum and maximum
+TILE = np.dtype(
+    [("tile", "u1"), ("last_step", "<i4"), ("last_value", "<f8"), ("last_wall", "<f8"), ("min", "<f8"), ("max", "<f8")]
+)
 NEVER = 2**31 - 1
 
 
@@ -41,6 +46,17 @@ def _rollups_migration() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _tiles(points: np.ndarray) -> bytes:
+    tile = (points["step"] % BLOCK) // TILE_STEPS
+    starts = np.flatnonzero(np.r_[True, tile[1:] != tile[:-1]])
+    ends = np.r_[starts[1:], len(points)] - 1
+    out = np.empty(len(starts), dtype=TILE)
+    out["tile"], out["last_step"] = tile[starts], points["step"][ends]
+    out["last_value"], out["last_wall"] = points["value"][ends], points["wall"][ends]
+    out["min"], out["max"] = np.minimum.reduceat(points["value"], starts), np.maximum.reduceat(points["value"], starts)
+    return out.tobytes()
 
 
 def _figures(job_id: int, key: str, attempt: int, block: int, points: np.ndarray) -> dict[str, object]:
@@ -60,6 +76,7 @@ def _figures(job_id: int, key: str, attempt: int, block: int, points: np.ndarray
         "min_value": float(values.min()),
         "max_value": float(values.max()),
         "points": points.tobytes(),
+        "tiles": _tiles(points),
     }
 
 
@@ -95,6 +112,7 @@ def _create_tables() -> None:
         sa.Column("min_value", sa.Float(), nullable=False),
         sa.Column("max_value", sa.Float(), nullable=False),
         sa.Column("points", sa.LargeBinary(), nullable=False),
+        sa.Column("tiles", sa.LargeBinary(), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_metric_blocks_job_id_jobs"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("job_id", "key", "attempt", "block", name=op.f("pk_metric_blocks")),
     )

@@ -50,7 +50,8 @@ class MetricBlock(Base):
 
     A point is stored once under its natural key (job, attempt, key, step): ingestion merges a batch into its
     blocks and keeps what was already there. A chart over a million points reads ~4,000 rows of figures,
-    never the points; a live append or a short range unpacks a few blocks. Which attempt's points are
+    never the points; buckets narrower than a block read `tiles` (the figures of each 16 steps); a live
+    append or a short range unpacks a few blocks. Which attempt's points are
     current is `MetricAttempt`'s business, not a flag on every point.
     """
 
@@ -70,6 +71,7 @@ class MetricBlock(Base):
     min_value: Mapped[float] = mapped_column(Float)
     max_value: Mapped[float] = mapped_column(Float)
     points: Mapped[bytes] = mapped_column(LargeBinary)
+    tiles: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class MetricAttempt(Base):

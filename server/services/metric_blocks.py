@@ -21,6 +21,11 @@ from server.models import MetricBlock
 from server.schemas.metrics import MetricStep
 
 POINT = np.dtype([("step", "<i4"), ("value", "<f8"), ("wall", "<f8")])
+TILE_STEPS = 16
+# A tile's figures: which of the block's 16 tiles, and its last point, minimum and maximum.
+TILE = np.dtype(
+    [("tile", "u1"), ("last_step", "<i4"), ("last_value", "<f8"), ("last_wall", "<f8"), ("min", "<f8"), ("max", "<f8")]
+)
 
 
 FIGURES = ("n", "total", "first_step", "first_wall", "last_step", "last_value", "last_wall", "min_value", "max_value")
@@ -45,6 +50,22 @@ def figures(points: np.ndarray) -> dict[str, Any]:
         "min_value": float(values.min()),
         "max_value": float(values.max()),
     }
+
+
+def tiles(points: np.ndarray) -> np.ndarray:
+    """Figures of each 16-step tile of a block that holds points (points sorted by step, at least one): what a
+    chart whose buckets are narrower than a block reads instead of the points."""
+    tile = (points["step"] % BLOCK) // TILE_STEPS
+    starts = np.flatnonzero(np.r_[True, tile[1:] != tile[:-1]])
+    ends = np.r_[starts[1:], len(points)] - 1
+    out = np.empty(len(starts), dtype=TILE)
+    out["tile"] = tile[starts]
+    out["last_step"] = points["step"][ends]
+    out["last_value"] = points["value"][ends]
+    out["last_wall"] = points["wall"][ends]
+    out["min"] = np.minimum.reduceat(points["value"], starts)
+    out["max"] = np.maximum.reduceat(points["value"], starts)
+    return out
 
 
 def merge(stored: np.ndarray | None, new: np.ndarray) -> np.ndarray:
@@ -135,13 +156,15 @@ _STORED = text(
     "AND attempt = :attempt AND block BETWEEN :low AND :high"
 )
 _UPSERT = text(
-    f"INSERT INTO metric_blocks (job_id, key, attempt, block, {', '.join(FIGURES)}, points) "
-    f"SELECT :job_id, key, :attempt, block, {', '.join(FIGURES)}, substring(CAST(:blob AS bytea) FROM start FOR size) "
+    f"INSERT INTO metric_blocks (job_id, key, attempt, block, {', '.join(FIGURES)}, points, tiles) "
+    f"SELECT :job_id, key, :attempt, block, {', '.join(FIGURES)}, substring(CAST(:blob AS bytea) FROM start FOR size), "
+    "substring(CAST(:tile_blob AS bytea) FROM tile_start FOR tile_size) "
     f"FROM unnest(CAST(:keys AS varchar[]), CAST(:blocks AS integer[]), "
     + ", ".join(f"CAST(:{c} AS {t}[])" for c, t in zip(FIGURES, FIGURE_TYPES, strict=True))
-    + f", CAST(:starts AS integer[]), CAST(:sizes AS integer[])) AS b(key, block, {', '.join(FIGURES)}, start, size) "
+    + ", CAST(:starts AS integer[]), CAST(:sizes AS integer[]), CAST(:tile_starts AS integer[]), "
+    f"CAST(:tile_sizes AS integer[])) AS b(key, block, {', '.join(FIGURES)}, start, size, tile_start, tile_size) "
     "ON CONFLICT (job_id, key, attempt, block) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in (*FIGURES, "points"))
+    + ", ".join(f"{c} = excluded.{c}" for c in (*FIGURES, "points", "tiles"))
 )
 
 
@@ -165,18 +188,25 @@ def _stored_sqlite(session: Session, job_id: int, attempt: int, touched: Touched
 
 
 def _upsert_postgres(session: Session, job_id: int, attempt: int, rows: Touched) -> None:
-    columns: dict[str, list[Any]] = {name: [] for name in ("keys", "blocks", *FIGURES, "starts", "sizes")}
-    start = 1  # substring() counts from 1
-    for key, block, points in rows:
+    names = ("keys", "blocks", *FIGURES, "starts", "sizes", "tile_starts", "tile_sizes")
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    tiled = [tiles(points) for _key, _block, points in rows]
+    start = tile_start = 1  # substring() counts from 1
+    for (key, block, points), block_tiles in zip(rows, tiled, strict=True):
         columns["keys"].append(key)
         columns["blocks"].append(block)
         for name, value in figures(points).items():
             columns[name].append(value)
         columns["starts"].append(start)
         columns["sizes"].append(points.nbytes)
+        columns["tile_starts"].append(tile_start)
+        columns["tile_sizes"].append(block_tiles.nbytes)
         start += points.nbytes
+        tile_start += block_tiles.nbytes
     blob = b"".join(points.tobytes() for _key, _block, points in rows)
-    session.execute(_UPSERT, {"job_id": job_id, "attempt": attempt, "blob": blob, **columns})
+    tile_blob = b"".join(block_tiles.tobytes() for block_tiles in tiled)
+    params = {"job_id": job_id, "attempt": attempt, "blob": blob, "tile_blob": tile_blob}
+    session.execute(_UPSERT, params | columns)
 
 
 def _upsert_sqlite(session: Session, job_id: int, attempt: int, rows: Touched) -> None:
@@ -185,7 +215,9 @@ def _upsert_sqlite(session: Session, job_id: int, attempt: int, rows: Touched) -
     keys = [table.c.job_id, table.c.key, table.c.attempt, table.c.block]
     updated = {c.name: statement.excluded[c.name] for c in table.columns if c not in keys}
     values = [
-        {"job_id": job_id, "key": key, "attempt": attempt, "block": block, "points": points.tobytes()} | figures(points)
+        {"job_id": job_id, "key": key, "attempt": attempt, "block": block, "points": points.tobytes()}
+        | {"tiles": tiles(points).tobytes()}
+        | figures(points)
         for key, block, points in rows
     ]
     session.execute(statement.on_conflict_do_update(index_elements=keys, set_=updated), values)

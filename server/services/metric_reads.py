@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import func, select, text, tuple_, union_all
+from sqlalchemy import case, func, select, text, union_all
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
@@ -20,7 +21,7 @@ from server.models import MetricBlock
 from server.schemas.metrics import HistoryPoint, MetricSeries, MetricSeriesSet
 from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
-from server.services.metric_blocks import POINT, figures, unpack
+from server.services.metric_blocks import TILE, TILE_STEPS, figures, unpack
 
 _NEXT_KEYS = text(
     "WITH RECURSIVE k(key) AS ("
@@ -54,88 +55,121 @@ def _current_points(data: bytes, attempt: int, current: CurrentPoints) -> np.nda
 def metric_series(session: Session, job_id: int, keys: list[str], max_points: int) -> MetricSeriesSet:
     """Series for `keys` on one shared step axis of at most `max_points` steps.
 
-    Past `max_points` steps the range is cut into equal buckets (the same edges for every key; whole blocks
-    once a bucket spans one) and each bucket gives, per key, its last value, minimum and maximum.
+    Past `max_points` steps the range is cut into equal buckets (the same edges for every key) and each
+    bucket gives, per key, its last value, minimum and maximum. Buckets of whole blocks are aggregated by the
+    database from the blocks' figures, buckets of whole 16-step tiles from the tiles, narrower ones from the
+    points; blocks a later attempt cut short are unpacked and only their current points count.
     """
     current = current_points(session, job_id)
     where = _current(job_id, keys, current)
-    rows = session.execute(
+    bound = current.bound(MetricBlock.attempt)
+    lo, hi = session.execute(
         select(
-            MetricBlock.key,
-            MetricBlock.attempt,
-            MetricBlock.block,
-            MetricBlock.first_step,
+            func.min(MetricBlock.first_step),
+            func.max(case((MetricBlock.last_step < bound, MetricBlock.last_step), else_=bound - 1)),
+        ).where(*where)
+    ).one()
+    if lo is None:
+        return MetricSeriesSet(series=[MetricSeries(key=key, steps=[], values=[], wall_times=[]) for key in keys])
+    index = {key: i for i, key in enumerate(keys)}
+    width = -(-(hi - lo + 1) // max_points)
+    grain = BLOCK if width >= BLOCK else TILE_STEPS if width >= TILE_STEPS else 1
+    width = -(-width // grain) * grain
+    base = lo // grain * grain
+    whole = (*where, MetricBlock.last_step < bound)
+    if grain == BLOCK:
+        parts = [_pieces_of_blocks(session, whole, index, base, width)]
+    elif grain == TILE_STEPS:
+        parts = [_pieces_of_tiles(session, whole, index, base, width)]
+    else:
+        parts = [_pieces_of_points(session, whole, index, current, base, width)]
+    if current.cutoffs:
+        parts.append(_pieces_of_points(session, (*where, MetricBlock.last_step >= bound), index, current, base, width))
+    return _series_set(keys, bucket(_concat(parts), len(keys)), width)
+
+
+def _pieces_of_blocks(
+    session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
+) -> Pieces:
+    """Per key and bucket of whole blocks, from the blocks' figures: aggregated by PostgreSQL (a few thousand
+    rows come back for millions of points); on SQLite each block is a piece."""
+    bucket_of = ((MetricBlock.block * BLOCK - base) // width).label("bucket")
+    if session.get_bind().dialect.name == "postgresql":
+        latest = MetricBlock.last_step.desc()
+        columns = (
+            func.max(MetricBlock.last_step),
+            func.array_agg(aggregate_order_by(MetricBlock.last_value, latest))[1],
+            func.array_agg(aggregate_order_by(MetricBlock.last_wall, latest))[1],
+            func.min(MetricBlock.min_value),
+            func.max(MetricBlock.max_value),
+        )
+        query = select(MetricBlock.key, bucket_of, *columns).where(*where).group_by(MetricBlock.key, bucket_of)
+    else:
+        columns = (
             MetricBlock.last_step,
             MetricBlock.last_value,
             MetricBlock.last_wall,
             MetricBlock.min_value,
             MetricBlock.max_value,
-        ).where(*where)
-    ).all()
+        )
+        query = select(MetricBlock.key, bucket_of, *columns).where(*where)
+    rows = session.execute(query).all()
     if not rows:
-        return MetricSeriesSet(series=[MetricSeries(key=key, steps=[], values=[], wall_times=[]) for key in keys])
-    index = {key: i for i, key in enumerate(keys)}
-    lo = min(row.first_step for row in rows)
-    hi = max(min(row.last_step, current.cutoff(row.attempt) - 1) for row in rows)
-    width = -(-(hi - lo + 1) // max_points)
-    if width < BLOCK:
-        base = lo
-        whole: list = []
-        unpacked = rows
-    else:
-        width = -(-width // BLOCK) * BLOCK
-        base = lo // BLOCK * BLOCK
-        whole = [row for row in rows if row.last_step < current.cutoff(row.attempt)]
-        unpacked = [row for row in rows if row.last_step >= current.cutoff(row.attempt)]
-    parts = [_piece_of_blocks(whole, index, base, width)] if whole else []
-    if unpacked:
-        parts.append(_pieces_of_points(session, where, unpacked, index, current, base, width))
-    bucketed = bucket(_concat(parts), len(keys))
-    return _series_set(keys, bucketed, width)
-
-
-def _piece_of_blocks(rows: list, index: dict[str, int], base: int, width: int) -> Pieces:
-    key, _attempt, block, _first, last_step, last_value, last_wall, low, high = (
-        np.array(c) for c in zip(*rows, strict=True)
-    )
+        return _no_pieces()
+    key, buck, step, value, wall, low, high = zip(*rows, strict=True)
     return Pieces(
         key=np.array([index[k] for k in key]),
-        bucket=(block * BLOCK - base) // width,
-        last_step=last_step,
-        last_value=last_value,
-        last_wall=last_wall,
-        min_value=low,
-        max_value=high,
+        bucket=np.array(buck),
+        last_step=np.array(step),
+        last_value=np.array(value, dtype=np.float64),
+        last_wall=np.array(wall, dtype=np.float64),
+        min_value=np.array(low, dtype=np.float64),
+        max_value=np.array(high, dtype=np.float64),
+    )
+
+
+def _pieces_of_tiles(
+    session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
+) -> Pieces:
+    """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles."""
+    rows = session.execute(select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)).all()
+    if not rows:
+        return _no_pieces()
+    tiles = np.frombuffer(b"".join(data for _key, _block, data in rows), dtype=TILE)
+    sizes = [len(data) // TILE.itemsize for _key, _block, data in rows]
+    owner = np.repeat([index[key] for key, _block, _data in rows], sizes)
+    first_step = np.repeat([block * BLOCK for _key, block, _data in rows], sizes) + tiles["tile"] * TILE_STEPS
+    return Pieces(
+        key=owner,
+        bucket=(first_step - base) // width,
+        last_step=tiles["last_step"],
+        last_value=tiles["last_value"],
+        last_wall=tiles["last_wall"],
+        min_value=tiles["min"],
+        max_value=tiles["max"],
     )
 
 
 def _pieces_of_points(
-    session: Session,
-    where: tuple[object, ...],
-    rows: list,
-    index: dict[str, int],
-    current: CurrentPoints,
-    base: int,
-    width: int,
+    session: Session, where: tuple[object, ...], index: dict[str, int], current: CurrentPoints, base: int, width: int
 ) -> Pieces:
-    """The points of `rows`' blocks, current ones only, as pieces: all blocks `where` selects when `rows`
-    are all of them, otherwise just those (a few blocks a later attempt cut short)."""
-    wanted = {(row.key, row.attempt, row.block) for row in rows}
-    columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.block, MetricBlock.points)
-    narrow = (
-        (tuple_(MetricBlock.key, MetricBlock.attempt, MetricBlock.block).in_(list(wanted)),)
-        if len(wanted) <= 64
-        else ()
-    )
+    """The current points of the blocks `where` selects, each a piece."""
+    columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.points)
     arrays, owners = [], []
-    for key, attempt, block, data in session.execute(select(*columns).where(*where, *narrow)):
-        if (key, attempt, block) in wanted:
-            points = _current_points(data, attempt, current)
-            arrays.append(points)
-            owners.append(np.full(len(points), index[key]))
-    points = np.concatenate(arrays) if arrays else np.empty(0, dtype=POINT)
-    key = np.concatenate(owners) if owners else np.empty(0, dtype=int)
+    for key, attempt, data in session.execute(select(*columns).where(*where)):
+        points = _current_points(data, attempt, current)
+        arrays.append(points)
+        owners.append(np.full(len(points), index[key]))
+    if not arrays:
+        return _no_pieces()
+    points = np.concatenate(arrays)
+    key = np.concatenate(owners)
     return Pieces.of_points(key, (points["step"] - base) // width, points["step"], points["value"], points["wall"])
+
+
+def _no_pieces() -> Pieces:
+    empty = np.empty(0, dtype=np.float64)
+    return Pieces.of_points(np.empty(0, dtype=int), np.empty(0, dtype=int), np.empty(0, dtype=int), empty, empty)
 
 
 def _concat(parts: list[Pieces]) -> Pieces:

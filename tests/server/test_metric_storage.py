@@ -187,11 +187,12 @@ def test_a_later_attempt_supersedes_the_earlier_from_its_first_step(session: Ses
 
 
 def test_downsampling_after_a_retry_uses_only_current_points(session: Session) -> None:
-    """Attempt 2 resumes inside a block: that block is unpacked, the others read by their figures."""
+    """Attempt 2 resumes inside a block: that block is unpacked, the others read by their figures or tiles."""
     job = new_job(session)
     send(session, job, range(0, 4000), ["loss", "kl"])
     send(session, job, range(1000, 3000), ["loss", "kl"], attempt=2)
     assert_downsampled_like_the_points(session, job, ["loss", "kl"], 10)
+    assert_downsampled_like_the_points(session, job, ["loss", "kl"], 100)
     assert_downsampled_like_the_points(session, job, ["loss", "kl"], 500)
 
 
