@@ -3,8 +3,9 @@ every job finishes, no device is ever held by two jobs (checked on the allocatio
 priority order, first come first served within a priority.
 
 The jobs go through the real API, schedulers, broker, workers and supervisor, but the trainer is a stand-in
-that exits at once (SFUMATO_TRAINER_PYTHON): 200 real torchrun starts cost ~5 CPU-seconds each, over eight
-minutes of this suite's budget on two cores, and would test the trainer, not the placement.
+that exits at once (SFUMATO_TRAINER_PYTHON): a real torchrun of the tiny model costs ~8 CPU-seconds, so 200
+would take over 14 minutes on two cores, more than the whole suite's budget, and would test the trainer, not
+the placement (docs/scheduling-and-faults.md; every other fault test runs the real trainer).
 """
 
 from __future__ import annotations
