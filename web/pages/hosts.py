@@ -1,4 +1,7 @@
-"""Hosts, their devices and the job holding each, and the queue with each job's position and wait reason."""
+"""Hosts, their devices and the job holding each, and the queue with each job's position and wait reason.
+
+A lost host also shows the admin's choice it returns to (drained, disabled); a device held by a DigenRL job
+shows which pool it serves; a queued pool job shows what each pool needs."""
 
 from __future__ import annotations
 
@@ -6,9 +9,11 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
+from server.models import Allocation, Host, Job
 from server.services import pages
 from server.services.auth import Caller
 from server.services.host_listing import list_hosts
@@ -18,11 +23,39 @@ from web.pages.render import render
 router = APIRouter()
 
 
+def pool_needs(job: Job) -> str | None:
+    """'rollout 2 cuda 'L40S' + trainer 2 cuda 'H100'' for a queued job with DigenRL pools."""
+    pools = (job.spec.get("resources") or {}).get("pools") if isinstance(job.spec, dict) else None
+    if not pools:
+        return None
+    parts = []
+    for name in ("rollout", "trainer"):
+        pool = pools.get(name) or {}
+        model = f" {pool['gpu_model']!r}" if pool.get("gpu_model") else ""
+        parts.append(f"{name} {pool.get('devices')} {job.device_type}{model}")
+    return " + ".join(parts)
+
+
 def _context(session: Session, caller: Caller) -> dict[str, Any]:
     hosts = list_hosts(session, caller).items
     held = [d.job_id for h in hosts for d in h.devices if d.job_id is not None]
     holders = {job.id: job for job in pages.visible_jobs(session, caller, held)}
-    return {"hosts": hosts, "holders": holders, "queue": pages.queue(session, caller)}
+    queue = pages.queue(session, caller)
+    return {
+        "hosts": hosts,
+        "holders": holders,
+        "queue": queue,
+        "admin_states": {host_id: state for host_id, state in session.execute(select(Host.id, Host.admin_state))},
+        "device_pools": {
+            device_id: pool
+            for device_id, pool in session.execute(
+                select(Allocation.device_id, Allocation.pool).where(
+                    Allocation.released_at.is_(None), Allocation.pool.is_not(None)
+                )
+            )
+        },
+        "pool_needs": {job.id: needs for job in queue if (needs := pool_needs(job))},
+    }
 
 
 @router.get("/hosts", response_class=HTMLResponse)
