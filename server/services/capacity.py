@@ -17,7 +17,12 @@ def _matching_per_host(session: Session, device_type: str, gpu_model: str | None
     for host_id, model in session.execute(
         select(Device.host_id, Device.model)
         .join(Host, Host.id == Device.host_id)
-        .where(Host.admin_state != "disabled", Device.enabled.is_(True), Device.device_type == device_type)
+        .where(
+            Host.admin_state != "disabled",
+            Host.status != "disabled",
+            Device.enabled.is_(True),
+            Device.device_type == device_type,
+        )
     ):
         if model_matches(model, gpu_model):
             counts[host_id] = counts.get(host_id, 0) + 1
