@@ -37,6 +37,7 @@ class SampleOut(ReadModel):
     height: int
     created_at: UtcDatetime
     image_url: str
+    current: bool = Field(description="false when a retry resumed at or before this step (its attempt was superseded)")
 
 
 class SamplePage(BaseModel):

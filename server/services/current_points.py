@@ -24,19 +24,24 @@ NEVER = 2**31 - 1  # a step no attempt reaches: "current to the end"
 class CurrentPoints:
     """Each attempt's cutoff: its points at steps ≥ cutoff were superseded by a later attempt."""
 
-    cutoffs: dict[int, int] = field(default_factory=dict)
+    firsts: dict[int, int] = field(default_factory=dict)  # attempt → the first step it reported
+
+    @property
+    def cutoffs(self) -> dict[int, int]:
+        """The cutoff of every attempt that reported points and was superseded."""
+        return {attempt: cut for attempt in self.firsts if (cut := self.cutoff(attempt)) < NEVER}
 
     def cutoff(self, attempt: int) -> int:
-        return self.cutoffs.get(attempt, NEVER)
+        """The earliest first step of a later attempt (also for an attempt that reported only samples)."""
+        return min((first for later, first in self.firsts.items() if later > attempt), default=NEVER)
 
     def is_current(self, attempt: int, step: int) -> bool:
         return step < self.cutoff(attempt)
 
     def bound(self, attempt_column: Any) -> Any:
         """A SQL expression: the cutoff of the row's attempt (for `first_step < bound` and the like)."""
-        if not self.cutoffs:
-            return NEVER
-        return case(self.cutoffs, value=attempt_column, else_=NEVER)
+        cutoffs = self.cutoffs
+        return case(cutoffs, value=attempt_column, else_=NEVER) if cutoffs else NEVER
 
 
 def current_points(session: Session, job_id: int) -> CurrentPoints:
@@ -44,14 +49,7 @@ def current_points(session: Session, job_id: int) -> CurrentPoints:
     rows = session.execute(
         select(MetricAttempt.attempt, MetricAttempt.first_step).where(MetricAttempt.job_id == job_id)
     )
-    firsts = {attempt: first for attempt, first in rows}
-    cutoffs: dict[int, int] = {}
-    later_first = NEVER
-    for attempt in sorted(firsts, reverse=True):
-        if later_first < NEVER:
-            cutoffs[attempt] = later_first
-        later_first = min(later_first, firsts[attempt])
-    return CurrentPoints(cutoffs)
+    return CurrentPoints({attempt: first for attempt, first in rows})
 
 
 def record_first_step(session: Session, job_id: int, attempt: int, first_step: int) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from server.models import Job, LogLine, Sample
 from server.services.auth import Caller
+from server.services.current_points import current_points
 from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
 
@@ -73,16 +74,18 @@ def job_figures(session: Session, job_id: int) -> JobFigures:
 
 
 def sample_steps(session: Session, job_id: int, kind: str = "eval") -> list[int]:
-    """Steps that have samples of this kind, ascending."""
-    stmt = select(Sample.step).where(Sample.job_id == job_id, Sample.kind == kind).distinct().order_by(Sample.step)
-    return list(session.scalars(stmt))
+    """Steps that have current samples of this kind (not of an attempt a retry superseded), ascending."""
+    current = current_points(session, job_id)
+    stmt = select(Sample.step, Sample.attempt).where(Sample.job_id == job_id, Sample.kind == kind).distinct()
+    return sorted({step for step, attempt in session.execute(stmt) if current.is_current(attempt, step)})
 
 
-def samples_at(session: Session, job_id: int, steps: Sequence[int], kind: str = "eval") -> Sequence[Sample]:
-    """Samples of the given steps, ordered by prompt, seed, step and attempt (a later attempt wins)."""
+def samples_at(session: Session, job_id: int, steps: Sequence[int], kind: str = "eval") -> list[Sample]:
+    """Current samples of the given steps, ordered by prompt, seed, step and attempt (a later attempt wins)."""
+    current = current_points(session, job_id)
     stmt = (
         select(Sample)
         .where(Sample.job_id == job_id, Sample.kind == kind, Sample.step.in_(steps))
         .order_by(Sample.prompt, Sample.seed, Sample.step, Sample.attempt)
     )
-    return session.scalars(stmt).all()
+    return [sample for sample in session.scalars(stmt) if current.is_current(sample.attempt, sample.step)]

@@ -11,6 +11,7 @@ from server.config import Settings
 from server.models import Job, Sample
 from server.schemas.samples import SampleForm, SampleOut, SamplePage
 from server.services.artifact_store import job_folder, stored_file, write_atomically
+from server.services.current_points import current_points
 from server.services.errors import Conflict, NotFound
 from server.services.images import check_image
 
@@ -75,14 +76,19 @@ def list_samples(
     rows = session.scalars(
         select(Sample).where(*conditions).order_by(Sample.step.desc(), Sample.id).limit(limit).offset(offset)
     ).all()
+    current = current_points(session, job_id)
     items = [
-        SampleOut.model_validate({**_columns(sample), "image_url": image_url(job_id, sample.id)}) for sample in rows
+        SampleOut.model_validate(
+            _columns(sample)
+            | {"image_url": image_url(job_id, sample.id), "current": current.is_current(sample.attempt, sample.step)}
+        )
+        for sample in rows
     ]
     return SamplePage(items=items, total=total)
 
 
 def _columns(sample: Sample) -> dict[str, object]:
-    return {name: getattr(sample, name) for name in SampleOut.model_fields if name != "image_url"}
+    return {name: getattr(sample, name) for name in SampleOut.model_fields if name not in ("image_url", "current")}
 
 
 def sample_image(session: Session, settings: Settings, job_id: int, sample_id: int) -> tuple[str, str]:

@@ -122,3 +122,15 @@ def test_sample_of_another_job_is_404(harness: Harness, running: tuple[int, Head
     other = harness.submit_ok()
     response = harness.client.get(f"/api/v1/jobs/{other}/samples/{sample_id}/image", headers=harness.admin)
     assert response.status_code == 404
+
+
+def test_samples_past_the_step_a_retry_resumed_at_are_listed_as_not_current(harness: Harness) -> None:
+    job_id = harness.submit_ok()
+    first = harness.start_job(job_id)
+    for step in (2, 10):
+        assert _upload(harness, job_id, first, png_bytes(), step=step).status_code == 201
+    second = harness.start_job(job_id)  # the retry resumes from a checkpoint at step 5
+    batch = {"attempt": 2, "seq": 1, "steps": [{"step": 5, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=second).status_code == 200
+    items = harness.client.get(f"/api/v1/jobs/{job_id}/samples", headers=harness.admin).json()["items"]
+    assert {(s["step"], s["attempt"], s["current"]) for s in items} == {(2, 1, True), (10, 1, False)}

@@ -95,14 +95,15 @@
 
   // ---- job page ------------------------------------------------------------------------------
 
-  // One job's points per key: {steps: [], values: []}, ascending steps.
+  // One job's points per key: {steps, values, lows, highs}, ascending steps. A downsampled bucket brings its
+  // last value and its minimum and maximum; a raw point (a live append) is its own minimum and maximum.
   function mergeSeries(store, series) {
     let added = false;
     for (const s of series) {
       if (!s.steps.length) continue;
       let cur = store.get(s.key);
       if (!cur) {
-        cur = { steps: [], values: [] };
+        cur = { steps: [], values: [], lows: [], highs: [] };
         store.set(s.key, cur);
         added = true;
       }
@@ -111,10 +112,25 @@
         if (s.steps[i] > last) {
           cur.steps.push(s.steps[i]);
           cur.values.push(s.values[i]);
+          cur.lows.push(s.minimum ? s.minimum[i] : s.values[i]);
+          cur.highs.push(s.maximum ? s.maximum[i] : s.values[i]);
         }
       }
     }
     return added;
+  }
+
+  // A key's field on the chart's x values (null where it has no point).
+  function alignedField(xs, s, field) {
+    const index = new Map(xs.map((x, i) => [x, i]));
+    const col = new Array(xs.length).fill(null);
+    for (let i = 0; i < s.steps.length; i++) col[index.get(s.steps[i])] = s[field][i];
+    return col;
+  }
+
+  // Whether some bucket of the key spans more than its last value (the server downsampled it).
+  function hasRange(s) {
+    return s.lows.some((low, i) => low !== s.values[i]) || s.highs.some((high, i) => high !== s.values[i]);
   }
 
   function chartKeys(cfg, store) {
@@ -183,6 +199,17 @@
         series.push({ label: "+1 std", stroke: alpha(color, 0.25), width: 1, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
         series.push({ label: "−1 std", stroke: alpha(color, 0.25), width: 1, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
         bands.push({ series: [hi, hi + 1], fill: alpha(color, 0.14) });
+      } else if (hasRange(store.get(keys[0]))) {
+        // The first key's bucket minimum and maximum as a shaded band: no extreme is lost to downsampling.
+        const first = store.get(keys[0]);
+        const color = PALETTE[0];
+        const hi = series.length;
+        for (const [field, label] of [["highs", "bucket max"], ["lows", "bucket min"]]) {
+          data.push(toDisplay(cfg.unit, alignedField(xs, first, field)));
+          series.push({ label: keys[0] + " " + label, stroke: alpha(color, 0.25), width: 1, scale: right.includes(keys[0]) ? "y2" : "y",
+            spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
+        }
+        bands.push({ series: [hi, hi + 1], fill: alpha(color, 0.12) });
       }
     }
     return { keys: keys.join("|"), data, series, bands, right: right.length > 0, fromZero: Boolean(cfg.stack) };
