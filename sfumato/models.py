@@ -59,11 +59,15 @@ class Job(_Model):
 
 
 class MetricSeries(_Model):
-    """One metric on its steps; `values[i]` is None where the key has no point at `steps[i]`."""
+    """One metric on its steps; `values[i]` is None where the key has no point at `steps[i]`. Downsampled, each
+    step stands for a bucket: `values` holds its last value, `minimum` and `maximum` its extremes."""
 
     key: str
     steps: list[int]
     values: list[float | None]
+    wall_times: list[float | None] = []
+    minimum: list[float | None] | None = None
+    maximum: list[float | None] | None = None
 
     def points(self) -> list[tuple[int, float]]:
         """(step, value) pairs without the gaps."""
