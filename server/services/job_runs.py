@@ -22,7 +22,8 @@ from server.services.job_status import set_status
 from server.services.scheduler import release_idle_allocations, retry_or_fail
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 
-# Base of the c10d rendezvous port on a multi-node job's first host; the job id picks one above it.
+# Base of the rendezvous port on a multi-node job's first host; the job id and the attempt pick one above it,
+# so a retry does not meet the port of its previous attempt, whose node 0 may still be stopping there.
 RENDEZVOUS_PORT_BASE = 29500
 RENDEZVOUS_PORT_SPREAD = 500
 
@@ -124,7 +125,7 @@ def start_run(
             .where(Allocation.job_id == job.id, Allocation.attempt == attempt, Allocation.node_rank == 0)
         ).first()
         address = (first.address or first.name) if first else "127.0.0.1"
-        endpoint = f"{address}:{RENDEZVOUS_PORT_BASE + job.id % RENDEZVOUS_PORT_SPREAD}"
+        endpoint = f"{address}:{rendezvous_port(job.id, attempt)}"
 
     return RunPlan(
         job_id=job.id,
@@ -143,6 +144,10 @@ def start_run(
         )
         or 1,
     )
+
+
+def rendezvous_port(job_id: int, attempt: int) -> int:
+    return RENDEZVOUS_PORT_BASE + (job_id + 97 * attempt) % RENDEZVOUS_PORT_SPREAD
 
 
 def _rollout_first(allocation: Allocation) -> tuple[int, int]:

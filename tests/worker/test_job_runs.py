@@ -133,7 +133,7 @@ def test_the_last_node_of_a_multi_node_job_decides_success(factory, add_host, ad
         plans = [job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path) for t in sent]
     by_rank = {p.node_rank: p for p in plans if p}
     assert by_rank[0].token is not None and by_rank[1].token is None
-    assert by_rank[1].rendezvous_endpoint == f"127.0.0.1:{29500 + first.job_id % 500}"
+    assert by_rank[1].rendezvous_endpoint == f"127.0.0.1:{job_runs.rendezvous_port(first.job_id, first.attempt)}"
 
     with factory.begin() as session:
         assert job_runs.finish_run(session, first.job_id, first.attempt, 0, first.host, 0, None, []) is None
@@ -292,3 +292,10 @@ def test_one_node_oom_killed_retries_the_whole_job_once_the_other_node_has_stopp
     assert finish_node(factory, first, -15, job_runs.STOP_SUPERSEDED) is None
     schedule_once(factory, sent.append, 30.0)
     assert sorted((t.node_rank, t.attempt) for t in sent) == [(0, 2), (1, 2)]
+
+
+def test_each_attempt_of_a_job_rendezvouses_on_a_port_of_its_own():
+    ports = [job_runs.rendezvous_port(7, attempt) for attempt in range(1, 21)]
+
+    assert len(set(ports)) == len(ports)
+    assert all(job_runs.RENDEZVOUS_PORT_BASE <= port < job_runs.RENDEZVOUS_PORT_BASE + 500 for port in ports)
