@@ -13,8 +13,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
 
-# Connections per process, kept open: 16 trainers posting at once must not open and close one per request.
-POOL_SIZE = 20
+# Connections per process, kept open so no request opens one. The server runs one process per core
+# (`sfumato server --workers`), so 16 trainers posting at once on 2 cores need about 8 per process; the
+# overflow covers one process taking more than its share. 2 x (10 + 10) stays well below PostgreSQL's 100.
+POOL_SIZE = 10
 POOL_OVERFLOW = 10
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -67,18 +68,26 @@ def db_upgrade() -> None:
 def server(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
+    workers: int = typer.Option(
+        0, min=0, envvar="SFUMATO_SERVER_WORKERS", help="server processes; 0: one per CPU core"
+    ),
     bootstrap: bool = typer.Option(
         False, "--bootstrap", help="first upgrade the schema and create the admin (printing its token once)"
     ),
 ) -> None:
-    """The web server and REST API (uvicorn)."""
+    """The web server and REST API (uvicorn, one process per CPU core by default)."""
     import uvicorn
 
     from server.config import get_settings
 
+    settings = get_settings()
     if bootstrap:
-        _bootstrap(get_settings())
-    uvicorn.run("server.main:create_app", factory=True, host=host, port=port, log_level="info")
+        _bootstrap(settings)
+    processes = workers or os.cpu_count() or 1
+    if processes > 1 and not settings.secret_key:
+        # Page sessions are signed with it: every process must accept the cookies the others issue.
+        os.environ["SFUMATO_SECRET_KEY"] = secrets.token_hex(32)
+    uvicorn.run("server.main:create_app", factory=True, host=host, port=port, workers=processes, log_level="info")
 
 
 def worker(
