@@ -66,11 +66,21 @@ def caller_for_user(session: Session, user: User, *, can_write: bool = True) -> 
 
 
 def authenticate_api_token(session: Session, raw: str) -> Caller:
-    """A user API token → its Caller; unknown, revoked or expired → Unauthorized. Commits last_used_at."""
-    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(raw)))
+    """A user API token → its Caller; unknown, revoked or expired → Unauthorized. Commits last_used_at.
+
+    One round trip on every API call: the token, its user and the user's teams (a row per team) together."""
+    rows = session.execute(
+        select(ApiToken, User.username, User.is_admin, Team.id, Team.name, Membership.role)
+        .join(User, User.id == ApiToken.user_id)
+        .outerjoin(Membership, Membership.user_id == User.id)
+        .outerjoin(Team, Team.id == Membership.team_id)
+        .where(ApiToken.token_hash == hash_token(raw))
+        .order_by(Team.id)
+    ).all()
     now = utcnow()
-    if token is None:
+    if not rows:
         raise Unauthorized("invalid token")
+    token, username, is_admin = rows[0][:3]
     if token.revoked_at is not None:
         raise Unauthorized("token revoked")
     if token.expires_at is not None and token.expires_at <= now:
@@ -78,7 +88,8 @@ def authenticate_api_token(session: Session, raw: str) -> Caller:
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         token.last_used_at = now
         session.commit()
-    return caller_for_user(session, token.user, can_write=token.scope != "read")
+    teams = tuple(TeamRole(team_id, name, role) for *_, team_id, name, role in rows if team_id is not None)
+    return Caller(token.user_id, username, is_admin, teams, can_write=token.scope != "read")
 
 
 def check_password_rules(password: str, field: str = "password") -> None:

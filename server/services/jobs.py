@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.orm import Session, defer, joinedload
+from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job
+from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, Team, User
 from server.schemas.jobs import AllocationOut, JobDetail, JobEventOut, JobPage, JobSummary
 from server.services import audit
 from server.services.auth import Caller
@@ -20,6 +20,8 @@ from server.services.scoping import ensure_can_act, get_visible_job, scope_jobs,
 from trainer.spec import JobSpec, parse_spec, spec_errors
 
 _SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in ("owner", "team"))
+# The list reads only the summary's columns (no spec, no ORM objects), owner and team names joined in.
+_SUMMARY_COLUMNS = tuple(getattr(Job, f) for f in _SUMMARY_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -91,15 +93,18 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
     if filters.name:
         conditions.append(Job.name.icontains(filters.name, autoescape=True))
     total = session.scalar(scope_jobs(select(func.count()).select_from(Job).where(*conditions), caller)) or 0
-    jobs = session.scalars(
-        scope_jobs(select(Job), caller)
+    rows = session.execute(
+        scope_jobs(select(*_SUMMARY_COLUMNS, User.username.label("owner"), Team.name.label("team")), caller)
+        .outerjoin(User, User.id == Job.owner_id)
+        .outerjoin(Team, Team.id == Job.team_id)
         .where(*conditions)
-        .options(defer(Job.spec), joinedload(Job.owner), joinedload(Job.team))  # a summary shows no spec
         .order_by(Job.id.desc())
         .limit(limit)
         .offset(offset)
-    ).all()
-    return JobPage(items=[job_summary(job) for job in jobs], total=total, limit=limit, offset=offset)
+    ).mappings()
+    return JobPage(
+        items=[JobSummary.model_validate(dict(row)) for row in rows], total=total, limit=limit, offset=offset
+    )
 
 
 def job_summary(job: Job) -> JobSummary:
