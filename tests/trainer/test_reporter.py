@@ -143,3 +143,23 @@ def test_a_nan_progress_is_sent_as_null_and_blocks_nothing_after_it(tmp_path: Pa
     progress = [json.loads(b) for p, _, b in Recorder.received if p.endswith("/progress")]
     assert progress == [{"attempt": 2, "step": 1, "total_steps": 10, "reward": None, "samples_per_s": None}]
     assert metric_steps() == [1]
+
+
+def test_a_second_of_steps_goes_as_one_metrics_batch_and_one_progress_report_with_the_latest_values(
+    tmp_path: Path, port: int
+) -> None:
+    server = Server(port)
+    try:
+        reporter = Reporter(tmp_path, f"http://127.0.0.1:{port}", "job-7", 2, "secret", batch_interval_s=60)
+        reporter.metrics(1, {"loss": 1.0})
+        reporter.progress(1, 10, 0.25, 3.0)
+        reporter.sample(1, "eval", "a red apple", 0, 0.7, b"\x89PNG fake")
+        reporter.metrics(2, {"loss": 2.0})
+        reporter.progress(2, 10, float("nan"), 4.0)
+        reporter.close()  # the first shipping round: everything above is waiting in the spool
+    finally:
+        server.stop()
+    assert [p.rsplit("/", 1)[1] for p, _, _ in Recorder.received] == ["metrics", "samples", "progress"]
+    assert metric_steps() == [1, 2]
+    progress = json.loads(Recorder.received[-1][2])
+    assert progress == {"attempt": 2, "step": 2, "total_steps": 10, "reward": 0.25, "samples_per_s": 4.0}
