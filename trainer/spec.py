@@ -510,6 +510,12 @@ class JobSpec(_Section):
             if algo.prompts_per_step % trainers:
                 message = f"digenrl gives each of the {trainers} trainer(s) whole groups: it must divide by them"
                 raise SpecError("algorithm.prompts_per_step", message)
+        elif (algo.prompts_per_step * algo.group_size) % self.world_size:
+            message = (
+                f"prompts_per_step × group_size = {algo.prompts_per_step * algo.group_size} samples per step do not "
+                f"divide over the {self.world_size} ranks (resources.devices × resources.nodes)"
+            )
+            raise SpecError("algorithm.prompts_per_step", message)
         return self
 
     def _pools_fit_digenrl(self) -> None:

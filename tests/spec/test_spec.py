@@ -91,3 +91,11 @@ def test_hub_like_name_existing_locally_must_be_inside_the_roots(
     (tmp_path / "models").mkdir()
     monkeypatch.chdir(tmp_path)
     assert fields_of({"model": {"path": "var/artifacts"}}, path_roots=[str(tmp_path / "models")]) == ["model.path"]
+
+
+def test_samples_per_step_that_do_not_divide_over_the_ranks_are_refused() -> None:
+    data = {"algorithm": {"prompts_per_step": 1, "group_size": 4}, "resources": {"device_type": "cpu", "devices": 3}}
+    with pytest.raises(ValueError) as info:
+        parse_spec(data)
+    [error] = spec_errors(info.value)
+    assert error["field"] == "algorithm.prompts_per_step" and "3 ranks" in error["message"]
