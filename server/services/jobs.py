@@ -9,12 +9,12 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, Team, User
-from server.schemas.jobs import AllocationOut, JobDetail, JobEventOut, JobPage, JobSummary
+from server.models import JOB_STATES, TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, Team, User
+from server.schemas.jobs import JobDetail, JobPage, JobSummary
 from server.services import audit
 from server.services.auth import Caller
 from server.services.capacity import check_capacity
-from server.services.errors import Conflict, FieldErrors
+from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.job_status import set_status
 from server.services.scoping import ensure_can_act, get_visible_job, scope_jobs, team_for_submission
 from trainer.spec import JobSpec, parse_spec, spec_errors
@@ -107,40 +107,45 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
     )
 
 
-def job_summary(job: Job) -> JobSummary:
-    fields = {name: getattr(job, name) for name in _SUMMARY_FIELDS}
-    owner = job.owner.username if job.owner is not None else None
-    team = job.team.name if job.team is not None else None
-    return JobSummary.model_validate({**fields, "owner": owner, "team": team})
-
-
 def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
-    """Everything the job page shows: spec, status history, progress, and the devices of its current attempt."""
-    job = get_visible_job(session, caller, job_id)
-    rows = session.execute(
-        select(Allocation, Device, Host.name)
+    """Everything the job page shows: spec, status history, progress, and the devices of its current attempt.
+    Three queries: the job with its owner's and team's names, its devices, its events."""
+    found = session.execute(
+        scope_jobs(select(Job, User.username, Team.name), caller)
+        .outerjoin(User, User.id == Job.owner_id)
+        .outerjoin(Team, Team.id == Job.team_id)
+        .where(Job.id == job_id)
+    ).one_or_none()
+    if found is None:
+        raise NotFound(f"job {job_id} not found")
+    job, owner, team = found
+    allocations = session.execute(
+        select(
+            Allocation.attempt,
+            Host.name.label("host"),
+            Device.index.label("device_index"),
+            Device.device_type,
+            Allocation.node_rank,
+            Allocation.released_at,
+        )
         .join(Device, Device.id == Allocation.device_id)
         .join(Host, Host.id == Allocation.host_id)
         .where(Allocation.job_id == job.id, Allocation.attempt == job.attempt)
         .order_by(Allocation.node_rank, Device.index)
-    ).all()
-    allocations = [
-        AllocationOut(
-            attempt=alloc.attempt,
-            host=host_name,
-            device_index=device.index,
-            device_type=device.device_type,
-            node_rank=alloc.node_rank,
-            released_at=alloc.released_at,
-        )
-        for alloc, device, host_name in rows
-    ]
+    ).mappings()
+    events = session.execute(
+        select(JobEvent.attempt, JobEvent.status, JobEvent.message, JobEvent.created_at)
+        .where(JobEvent.job_id == job.id)
+        .order_by(JobEvent.id)
+    ).mappings()
     return JobDetail.model_validate(
         {
-            **job_summary(job).model_dump(),
+            **{name: getattr(job, name) for name in _SUMMARY_FIELDS},
+            "owner": owner,
+            "team": team,
             "spec": job.spec,
-            "events": [JobEventOut.model_validate(event) for event in job.events],
-            "allocations": allocations,
+            "events": [dict(event) for event in events],
+            "allocations": [dict(allocation) for allocation in allocations],
         }
     )
 
