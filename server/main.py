@@ -13,13 +13,14 @@ from fastapi import FastAPI
 from fastapi.datastructures import Default
 from sqlalchemy.orm import sessionmaker
 
+from server.api.admission import AdmissionLimit
 from server.api.body_limit import BodySizeLimit
 from server.api.errors import install_error_handlers
 from server.api.responses import OrjsonResponse
 from server.api.router import api_router
 from server.api.security_headers import SecurityHeaders
 from server.config import Settings, get_settings
-from server.db import make_engine
+from server.db import POOL_OVERFLOW, POOL_SIZE, make_engine
 from server.migrate import ensure_sqlite_folder
 from server.observability.prometheus import install_prometheus
 from web.pages import mount_web
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = sessionmaker(bind=engine, expire_on_commit=False)
 
     install_error_handlers(app)
+    app.add_middleware(AdmissionLimit, limit=POOL_SIZE + POOL_OVERFLOW)  # as many requests as connections
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders, https=settings.public_url.startswith("https://"))
     install_prometheus(app)  # GET /metrics, and request latencies (outermost middleware)
