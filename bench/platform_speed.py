@@ -57,6 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import httpx
+import numpy as np
 import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -66,7 +67,9 @@ from server.config import Settings
 from server.db import make_engine, scratch_postgres_database
 from server.migrate import upgrade
 from server.models import Job
+from server.services import metric_blocks
 from server.services.auth import ensure_admin
+from server.services.current_points import record_first_step
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -77,9 +80,10 @@ SPEC = json.loads((REPO / "examples" / "tiny-native.json").read_text())
 KEYS = 50
 BATCH_STEPS = 100  # a trainer's batch: 100 steps x 50 keys = 5,000 points
 RESEND_EVERY = 4
-BIG_STEPS = 200_000  # 50 keys x 200,000 steps = 10,000,000 points
+LONG_KEYS, LONG_STEPS = 5, 1_000_000  # the big job: 5 keys of 1,000,000 points ...
+BIG_STEPS = 111_112  # ... and 45 of 111,112: 10,000,000 points across 50 keys
 COMPARE_KEYS = 4
-READ_KEYS = 5  # 5 x 200,000 = 1,000,000 points
+COMPARE_STEPS = 200_000  # the 7 other compared jobs: 4 keys x 200,000 steps
 BUCKETS = 2_000
 MAX_IN_FLIGHT = 200  # open requests of the load generator (1 s at 200/s)
 
@@ -338,29 +342,24 @@ async def _ingest_round(
 
 
 def bulk_load(bench: Bench, loads: list[tuple[int, list[str], int]]) -> None:
-    """Points generated inside PostgreSQL, per (job, keys, steps), one statement per key in step order: a trending
-    noisy curve with one spike up and one down per key, so there are extremes to keep. The primary key is built
-    once afterwards (a sort), not entry by entry; the rollup triggers run as ingestion runs them."""
-    raw = bench.engine.raw_connection()
-    try:
-        with raw.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
-            cursor.execute("ALTER TABLE metrics DROP CONSTRAINT pk_metrics")
-            for job_id, keys, steps in loads:
-                for index, key in enumerate(keys):
-                    cursor.execute(
-                        "INSERT INTO metrics (job_id, key, step, attempt, value, wall_time, superseded) "
-                        "SELECT %s, %s, s, 1, "
-                        "  CASE WHEN s = %s THEN 1000.0 WHEN s = %s THEN -1000.0 "
-                        "       ELSE sin(s / 5000.0 + %s) + random() * 0.1 END, "
-                        "  1.7e9 + s, false FROM generate_series(0, %s - 1) AS s",
-                        (job_id, key, (index * 7919) % steps, (index * 104729) % steps, index, steps),
-                    )
-            cursor.execute("ALTER TABLE metrics ADD CONSTRAINT pk_metrics PRIMARY KEY (job_id, key, step, attempt)")
-            cursor.execute("ANALYZE metrics")
-            cursor.execute("ANALYZE metric_blocks")
-        raw.commit()
-    finally:
-        raw.close()
+    """Points per (job, keys, steps) stored through the ingestion service's block writer in 100,000-step
+    batches: a trending noisy curve with one spike up and one down per key, so there are extremes to keep."""
+    rng = np.random.default_rng(7)
+    with Session(bench.engine) as session:
+        for job_id, keys, steps in loads:
+            for index, key in enumerate(keys):
+                for first in range(0, steps, 100_000):
+                    points = np.empty(min(100_000, steps - first), dtype=metric_blocks.POINT)
+                    points["step"] = np.arange(first, first + len(points))
+                    points["value"] = np.sin(points["step"] / 5000.0 + index) + rng.random(len(points)) * 0.1
+                    points["wall"] = 1.7e9 + points["step"]
+                    for spike, value in (((index * 7919) % steps, 1000.0), ((index * 104729) % steps, -1000.0)):
+                        points["value"][points["step"] == spike] = value
+                    record_first_step(session, job_id, 1, first)
+                    metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints({key: points}))
+                    session.commit()
+    with bench.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE metric_blocks"))  # what autovacuum does soon after a bulk load
 
 
 def timed_get(http: httpx.Client, path: str, runs: int) -> tuple[list[float], int]:
@@ -376,43 +375,44 @@ def timed_get(http: httpx.Client, path: str, runs: int) -> tuple[list[float], in
     return times, size
 
 
-def bench_reads(bench: Bench, runs: int, big_steps: int, compare_steps: int) -> int:
+def bench_reads(bench: Bench, runs: int, long_steps: int, big_steps: int, compare_steps: int) -> int:
     keys = key_names(KEYS)
     big = submit(bench, "big-10M")
     others = [submit(bench, f"compare-{i}") for i in range(7)]
     finish_jobs(bench, [big, *others])
     started = time.perf_counter()
-    bulk_load(bench, [(big, keys, big_steps), *((job_id, keys[:COMPARE_KEYS], compare_steps) for job_id in others)])
-    loaded = KEYS * big_steps + 7 * COMPARE_KEYS * compare_steps
+    loads = [(big, keys[:LONG_KEYS], long_steps), (big, keys[LONG_KEYS:], big_steps)]
+    bulk_load(bench, loads + [(job_id, keys[:COMPARE_KEYS], compare_steps) for job_id in others])
+    total = LONG_KEYS * long_steps + (KEYS - LONG_KEYS) * big_steps
+    loaded = total + 7 * COMPARE_KEYS * compare_steps
     seconds = time.perf_counter() - started
     print(f"2. reads (loaded {loaded:,} points in {seconds:.0f} s, {loaded / seconds:,.0f}/s; load {load_average()})")
-    read_keys = ",".join(keys[:READ_KEYS])
     with bench.client() as http:
-        path = f"/api/v1/jobs/{big}/metrics?keys={read_keys}&max_points={BUCKETS * 3 * READ_KEYS}"
-        times, size = timed_get(http, path, runs)
+        times, size = timed_get(http, f"/api/v1/jobs/{big}/metrics?keys={keys[0]}&max_points={BUCKETS}", runs)
         bench.add(
             Figure(
                 "reads",
-                f"{READ_KEYS * big_steps:,} points → {BUCKETS:,} buckets/key (min/max/last)",
+                f"{long_steps:,} points → {BUCKETS:,} buckets (min/max/last)",
                 statistics.median(times),
                 "ms",
                 "≤ 50",
                 statistics.median(times) <= 50,
                 times,
-                f"{READ_KEYS} keys of a {KEYS * big_steps:,}-point job, response {size / 1024:.0f} KiB",
+                f"one key of a {total:,}-point job with {KEYS} keys, response {size / 1024:.0f} KiB",
             )
         )
-        times, size = timed_get(http, f"/api/v1/jobs/{big}/metrics?keys={read_keys}&max_points={BUCKETS}", runs)
+        long_keys = ",".join(keys[:LONG_KEYS])
+        times, size = timed_get(http, f"/api/v1/jobs/{big}/metrics?keys={long_keys}&max_points={BUCKETS}", runs)
         bench.add(
             Figure(
                 "reads",
-                f"{READ_KEYS * big_steps:,} points → {BUCKETS:,} steps (a chart's width)",
+                f"{LONG_KEYS} x {long_steps:,} points → {BUCKETS:,} buckets each",
                 statistics.median(times),
                 "ms",
                 "-",
                 None,
                 times,
-                f"response {size / 1024:.0f} KiB",
+                f"{LONG_KEYS} keys on one step axis, response {size / 1024:.0f} KiB",
             )
         )
         compare_keys = ",".join(keys[:COMPARE_KEYS])
@@ -432,7 +432,7 @@ def bench_reads(bench: Bench, runs: int, big_steps: int, compare_steps: int) -> 
                 "≤ 200",
                 statistics.median(totals) <= 200,
                 totals,
-                f"{COMPARE_KEYS * big_steps:,} + 7 x {COMPARE_KEYS * compare_steps:,} points, max_points=1000",
+                f"{COMPARE_KEYS * long_steps:,} + 7 x {COMPARE_KEYS * compare_steps:,} points, max_points=1000",
             )
         )
         times, _ = timed_get(http, f"/api/v1/jobs/{big}/metrics/keys", runs)
@@ -883,8 +883,9 @@ def main() -> None:
     parser.add_argument("--sections", default="ingest,reads,dispatch,reporting,load")
     parser.add_argument("--runs", type=int, default=5, help="runs per figure")
     parser.add_argument("--ingest-seconds", type=float, default=6.0)
+    parser.add_argument("--long-steps", type=int, default=LONG_STEPS)
     parser.add_argument("--big-steps", type=int, default=BIG_STEPS)
-    parser.add_argument("--compare-steps", type=int, default=BIG_STEPS)
+    parser.add_argument("--compare-steps", type=int, default=COMPARE_STEPS)
     parser.add_argument("--dispatch-runs", type=int, default=12)
     parser.add_argument("--steps", type=int, default=160, help="measured tiny-model steps of the reporting run")
     parser.add_argument("--rate", type=float, default=200.0)
@@ -930,7 +931,7 @@ def main() -> None:
                 bench_ingestion(bench, [1, 4, 16], args.runs, args.ingest_seconds)
             if "reads" in sections:
                 loads.append(f"reads {load_average()}")
-                big = bench_reads(bench, args.runs, args.big_steps, args.compare_steps)
+                big = bench_reads(bench, args.runs, args.long_steps, args.big_steps, args.compare_steps)
             if "dispatch" in sections:
                 loads.append(f"dispatch {load_average()}")
                 bench_dispatch(bench, args.dispatch_runs)
