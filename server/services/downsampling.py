@@ -45,10 +45,10 @@ class Bucketed:
 def bucket(pieces: Pieces, key_count: int) -> Bucketed:
     order = np.lexsort((pieces.last_step, pieces.bucket, pieces.key))
     key, buck = pieces.key[order], pieces.bucket[order]
-    starts = (
-        np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (buck[1:] != buck[:-1])]) if len(key) else np.array([], int)
-    )
-    ends = np.r_[starts[1:], len(key)] - 1
+    changed = np.ones(len(key), dtype=bool)
+    changed[1:] = (key[1:] != key[:-1]) | (buck[1:] != buck[:-1])
+    starts = np.flatnonzero(changed)
+    ends = np.append(starts[1:], len(key)) - 1
     axis, column = np.unique(buck[starts], return_inverse=True)
     shape = (key_count, len(axis))
     last, wall, low, high = (np.full(shape, np.nan) for _ in range(4))

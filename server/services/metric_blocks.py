@@ -56,8 +56,8 @@ def tiles(points: np.ndarray) -> np.ndarray:
     """Figures of each 16-step tile of a block that holds points (points sorted by step, at least one): what a
     chart whose buckets are narrower than a block reads instead of the points."""
     tile = (points["step"] % BLOCK) // TILE_STEPS
-    starts = np.flatnonzero(np.r_[True, tile[1:] != tile[:-1]])
-    ends = np.r_[starts[1:], len(points)] - 1
+    starts = np.flatnonzero(np.diff(tile, prepend=-1))
+    ends = np.append(starts[1:], len(points)) - 1
     out = np.empty(len(starts), dtype=TILE)
     out["tile"] = tile[starts]
     out["last_step"] = points["step"][ends]

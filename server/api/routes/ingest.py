@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, UploadFile, status
 
 from server.api.deps import IngestJob, SessionDep, SettingsDep
+from server.api.orjson_route import OrjsonRoute
 from server.observability.prometheus import POINTS_INGESTED
 from server.schemas.artifacts import ArtifactIn, ArtifactOut
 from server.schemas.common import ErrorBody
@@ -20,6 +21,7 @@ from server.services.progress import record_progress
 from server.services.samples import store_sample
 
 router = APIRouter(
+    route_class=OrjsonRoute,
     prefix="/ingest",
     tags=["ingest"],
     responses={
