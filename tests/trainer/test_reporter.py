@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from trainer.reporting import reporter as reporter_module
 from trainer.reporting.reporter import SPOOL_NAME, Reporter
 
 
@@ -163,3 +164,19 @@ def test_a_second_of_steps_goes_as_one_metrics_batch_and_one_progress_report_wit
     assert metric_steps() == [1, 2]
     progress = json.loads(Recorder.received[-1][2])
     assert progress == {"attempt": 2, "step": 2, "total_steps": 10, "reward": 0.25, "samples_per_s": 4.0}
+
+
+def test_a_backlog_larger_than_the_reporter_holds_in_memory_all_arrives_in_order(
+    tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reporter_module, "MAX_UNACKNOWLEDGED", 3)
+    monkeypatch.setattr(reporter_module, "READ_CHUNK_BYTES", 16)  # shorter than a line: the read grows to one
+    reporter = make_reporter(tmp_path, port)
+    for step in range(1, 11):
+        reporter.metrics(step, {"reward/mean": step / 10})
+    server = Server(port)
+    try:
+        reporter.close()
+    finally:
+        server.stop()
+    assert metric_steps() == list(range(1, 11))

@@ -45,6 +45,8 @@ SPOOL_NAME = "reporter-spool.jsonl"
 OFFSET_NAME = "reporter-spool.offset"
 MAX_BACKOFF_S = 5.0
 MAX_BATCH_STEPS = 500
+MAX_UNACKNOWLEDGED = 2000  # spool lines the background thread holds in memory at once
+READ_CHUNK_BYTES = 1 << 22
 CLOSE_TIMEOUT_S = 120.0  # the longest a finished trainer waits for the server to take its last events
 IN_FLIGHT_GRACE_S = 20.0  # a request under way when closing times out: its own timeouts and retries
 
@@ -196,9 +198,18 @@ class Reporter:
         os.replace(staging, self.offset_path)
 
     def _read_new(self) -> None:
-        """Append the spool's complete lines past what was read before to the unacknowledged ones."""
-        data = os.pread(self._read_fd, os.fstat(self._read_fd).st_size - self._read_to, self._read_to)
-        for raw in data.split(b"\n")[:-1]:  # the last piece is empty or still being written
+        """Add the spool's complete lines past those read before to the unacknowledged ones, holding at most
+        MAX_UNACKNOWLEDGED: a backlog from hours without the server stays on disk until its turn."""
+        room = MAX_UNACKNOWLEDGED - len(self._unacknowledged)
+        size = os.fstat(self._read_fd).st_size - self._read_to
+        if room <= 0 or size <= 0:
+            return
+        chunk = min(size, READ_CHUNK_BYTES)
+        data = os.pread(self._read_fd, chunk, self._read_to)
+        while b"\n" not in data and chunk < size:  # a line longer than a chunk (a large sample image)
+            chunk = min(size, chunk * 2)
+            data = os.pread(self._read_fd, chunk, self._read_to)
+        for raw in data.split(b"\n")[:-1][:room]:  # the last piece is empty, cut off, or still being written
             self._read_to += len(raw) + 1
             if raw.strip():
                 self._unacknowledged.append((self._read_to, orjson.loads(raw)))
