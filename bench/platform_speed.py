@@ -86,6 +86,7 @@ COMPARE_KEYS = 4
 COMPARE_STEPS = 200_000  # the 7 other compared jobs: 4 keys x 200,000 steps
 BUCKETS = 2_000
 MAX_IN_FLIGHT = 200  # open requests of the load generator (1 s at 200/s)
+CALIBRATION_RATE, CALIBRATION_SECONDS = 20.0, 5.0  # each request alone, well below saturation: its CPU cost
 
 
 @dataclass
@@ -820,27 +821,39 @@ def bench_load(bench: Bench, job_id: int, rate: float, seconds: float) -> None:
     page = pool.request(f"/jobs/{job_id}", {"Cookie": f"sfumato_session={session_cookie(bench.url, bench.token)}"})
     requests = [("/api/v1/jobs", api), (f"/jobs/{job_id}", page)]
     asyncio.run(open_loop(bench.url, requests, 20, 2.0))  # warm-up: connections, plans, every server process
-    cpu_before = platform_cpu(bench)
-    result = asyncio.run(open_loop(bench.url, requests, rate, seconds))
-    platform_share = cpu_since(bench, cpu_before) / seconds
+    costs = {
+        name: cpu_per_request(bench, [(name, raw)], CALIBRATION_RATE, CALIBRATION_SECONDS)[0] for name, raw in requests
+    }
+    busy, result = cpu_per_request(bench, requests, rate, seconds)
     every = [t for values in result["latencies"].values() for t in values]
     errors = result["errors"]
-    answered = len(every) - sum(not e.endswith("still open") for e in errors)
-    cpu_per_request = platform_share * seconds / max(1, answered)
     parts = ", ".join(
         f"{p} p50 {statistics.median(v):.0f} / p99 {percentile(v, 99):.0f} ms" for p, v in result["latencies"].items()
     )
+    alone = ", ".join(f"{name} {cost * 1000:.1f} ms" for name, cost in costs.items())
+    needed = rate * statistics.mean(costs.values())
     note = (
         f"{len(every):,} requests, {len(errors)} errors ({parts}); open loop over raw asyncio keep-alive "
         f"connections ({result['connections']} opened), latency from each request's scheduled start; server "
-        f"({server_processes(bench)} processes) + PostgreSQL busy {platform_share * 100:.0f}% of one core, "
-        f"{cpu_per_request * 1000:.1f} ms CPU an answered request; the generator "
-        f"{result['generator_cpu'] * 100:.0f}% of one core"
+        f"({server_processes(bench)} processes) + PostgreSQL CPU a request, each alone at {CALIBRATION_RATE:g}/s: "
+        f"{alone}, so {rate:g}/s of the two needs {needed:.1f} of the {os.cpu_count()} cores; under the load "
+        f"{busy * 1000:.1f} ms an answered request; the generator {result['generator_cpu'] * 100:.0f}% of one core"
     )
     p99 = percentile(every, 99)
     bench.add(Figure("load", "jobs list + job page: p99", p99, "ms", "≤ 100", p99 <= 100 and not errors, [], note))
     kinds = "; ".join(f"{count} x {kind}" for kind, count in Counter(errors).most_common(5))
     bench.add(Figure("load", "errors", float(len(errors)), "", "0", not errors, [], kinds))
+
+
+def cpu_per_request(
+    bench: Bench, requests: list[tuple[str, bytes]], rate: float, seconds: float
+) -> tuple[float, dict[str, Any]]:
+    """An open-loop run, and the server's and PostgreSQL's CPU seconds per answered request during it."""
+    before = platform_cpu(bench)
+    result = asyncio.run(open_loop(bench.url, requests, rate, seconds))
+    sent = sum(len(values) for values in result["latencies"].values())
+    answered = sent - sum(not e.endswith("still open") for e in result["errors"])
+    return cpu_since(bench, before) / max(1, answered), result
 
 
 # --- report -------------------------------------------------------------------------------------------
