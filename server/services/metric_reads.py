@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import case, func, select, text, union_all
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
@@ -88,43 +87,44 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
     return _series_set(keys, bucket(_concat(parts), len(keys)), width)
 
 
+_FIGURE_COLUMNS = (
+    MetricBlock.block,
+    MetricBlock.last_step,
+    MetricBlock.last_value,
+    MetricBlock.last_wall,
+    MetricBlock.min_value,
+    MetricBlock.max_value,
+)
+
+
 def _pieces_of_blocks(
     session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
 ) -> Pieces:
-    """Per key and bucket of whole blocks, from the blocks' figures: aggregated by PostgreSQL (a few thousand
-    rows come back for millions of points); on SQLite each block is a piece."""
-    bucket_of = ((MetricBlock.block * BLOCK - base) // width).label("bucket")
+    """Each block's figures, a piece in its bucket of whole blocks. On PostgreSQL one row of arrays per key
+    comes back (a 1,000,000-point key is ~4,000 blocks), not a row per block."""
+    connection = session.connection()  # Core rows: no ORM loading
     if session.get_bind().dialect.name == "postgresql":
-        latest = MetricBlock.last_step.desc()
-        columns = (
-            func.max(MetricBlock.last_step),
-            func.array_agg(aggregate_order_by(MetricBlock.last_value, latest))[1],
-            func.array_agg(aggregate_order_by(MetricBlock.last_wall, latest))[1],
-            func.min(MetricBlock.min_value),
-            func.max(MetricBlock.max_value),
-        )
-        query = select(MetricBlock.key, bucket_of, *columns).where(*where).group_by(MetricBlock.key, bucket_of)
+        arrays = [func.array_agg(column) for column in _FIGURE_COLUMNS]
+        per_key = connection.execute(select(MetricBlock.key, *arrays).where(*where).group_by(MetricBlock.key)).all()
+        keys = [row[0] for row in per_key]
+        columns = [np.concatenate([np.array(row[i + 1]) for row in per_key]) for i in range(len(_FIGURE_COLUMNS))]
+        sizes = [len(row[1]) for row in per_key]
     else:
-        columns = (
-            MetricBlock.last_step,
-            MetricBlock.last_value,
-            MetricBlock.last_wall,
-            MetricBlock.min_value,
-            MetricBlock.max_value,
-        )
-        query = select(MetricBlock.key, bucket_of, *columns).where(*where)
-    rows = session.execute(query).all()
-    if not rows:
+        rows = connection.execute(select(MetricBlock.key, *_FIGURE_COLUMNS).where(*where)).all()
+        keys = [row[0] for row in rows]
+        columns = [np.array([row[i + 1] for row in rows]) for i in range(len(_FIGURE_COLUMNS))]
+        sizes = [1] * len(rows)
+    if not keys:
         return _no_pieces()
-    key, buck, step, value, wall, low, high = zip(*rows, strict=True)
+    block, last_step, last_value, last_wall, low, high = columns
     return Pieces(
-        key=np.array([index[k] for k in key]),
-        bucket=np.array(buck),
-        last_step=np.array(step),
-        last_value=np.array(value, dtype=np.float64),
-        last_wall=np.array(wall, dtype=np.float64),
-        min_value=np.array(low, dtype=np.float64),
-        max_value=np.array(high, dtype=np.float64),
+        key=np.repeat([index[key] for key in keys], sizes),
+        bucket=(block * BLOCK - base) // width,
+        last_step=last_step,
+        last_value=last_value.astype(np.float64),
+        last_wall=last_wall.astype(np.float64),
+        min_value=low.astype(np.float64),
+        max_value=high.astype(np.float64),
     )
 
 
@@ -132,7 +132,8 @@ def _pieces_of_tiles(
     session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
 ) -> Pieces:
     """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles."""
-    rows = session.execute(select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)).all()
+    query = select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)
+    rows = session.connection().execute(query).all()
     if not rows:
         return _no_pieces()
     tiles = np.frombuffer(b"".join(data for _key, _block, data in rows), dtype=TILE)
@@ -156,7 +157,7 @@ def _pieces_of_points(
     """The current points of the blocks `where` selects, each a piece."""
     columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.points)
     arrays, owners = [], []
-    for key, attempt, data in session.execute(select(*columns).where(*where)):
+    for key, attempt, data in session.connection().execute(select(*columns).where(*where)):
         points = _current_points(data, attempt, current)
         arrays.append(points)
         owners.append(np.full(len(points), index[key]))
