@@ -52,20 +52,56 @@ def figures(points: np.ndarray) -> dict[str, Any]:
     }
 
 
-def tiles(points: np.ndarray) -> np.ndarray:
-    """Figures of each 16-step tile of a block that holds points (points sorted by step, at least one): what a
-    chart whose buckets are narrower than a block reads instead of the points."""
-    tile = (points["step"] % BLOCK) // TILE_STEPS
-    starts = np.flatnonzero(np.diff(tile, prepend=-1))
-    ends = np.append(starts[1:], len(points)) - 1
-    out = np.empty(len(starts), dtype=TILE)
-    out["tile"] = tile[starts]
-    out["last_step"] = points["step"][ends]
-    out["last_value"] = points["value"][ends]
-    out["last_wall"] = points["wall"][ends]
-    out["min"] = np.minimum.reduceat(points["value"], starts)
-    out["max"] = np.maximum.reduceat(points["value"], starts)
-    return out
+@dataclass
+class Packed:
+    """Blocks ready to write: every block's points and tiles, each kind in one buffer with its size per
+    block, and the blocks' figures as arrays. Computed for the whole batch in one numpy pass."""
+
+    points: bytes
+    point_sizes: np.ndarray
+    tiles: bytes
+    tile_sizes: np.ndarray
+    figures: dict[str, np.ndarray]
+
+
+def pack(blocks: list[np.ndarray]) -> Packed:
+    """Each block's figures and its tiles (the figures of each 16 steps that hold points: what a chart whose
+    buckets are narrower than a block reads instead of the points). Blocks are sorted by step, non-empty."""
+    points = np.concatenate(blocks)
+    counts = np.array([len(b) for b in blocks])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ends = starts + counts - 1
+    steps, values, walls = points["step"], points["value"], points["wall"]
+    figures = {
+        "n": counts,
+        "total": np.add.reduceat(values, starts),
+        "first_step": steps[starts],
+        "first_wall": walls[starts],
+        "last_step": steps[ends],
+        "last_value": values[ends],
+        "last_wall": walls[ends],
+        "min_value": np.minimum.reduceat(values, starts),
+        "max_value": np.maximum.reduceat(values, starts),
+    }
+    owner = np.repeat(np.arange(len(blocks)), counts)
+    group = owner * (BLOCK // TILE_STEPS) + (steps % BLOCK) // TILE_STEPS
+    tile_starts = np.flatnonzero(np.diff(group, prepend=-1))
+    tile_ends = np.append(tile_starts[1:], len(points)) - 1
+    tiles = np.empty(len(tile_starts), dtype=TILE)
+    tiles["tile"] = (steps[tile_starts] % BLOCK) // TILE_STEPS
+    tiles["last_step"] = steps[tile_ends]
+    tiles["last_value"] = values[tile_ends]
+    tiles["last_wall"] = walls[tile_ends]
+    tiles["min"] = np.minimum.reduceat(values, tile_starts)
+    tiles["max"] = np.maximum.reduceat(values, tile_starts)
+    tile_counts = np.bincount(owner[tile_starts], minlength=len(blocks))
+    return Packed(
+        points=points.tobytes(),
+        point_sizes=counts * POINT.itemsize,
+        tiles=tiles.tobytes(),
+        tile_sizes=tile_counts * TILE.itemsize,
+        figures=figures,
+    )
 
 
 def merge(stored: np.ndarray | None, new: np.ndarray) -> np.ndarray:
@@ -190,24 +226,17 @@ def _stored_sqlite(session: Session, job_id: int, attempt: int, touched: Touched
 
 
 def _upsert_postgres(session: Session, job_id: int, attempt: int, rows: Touched) -> None:
-    columns: dict[str, list[Any]] = {name: [] for name in ("keys", *NUMBERS)}
-    tiled = [tiles(points) for _key, _block, points in rows]
-    start = tile_start = 1  # substring() counts from 1
-    for (key, block, points), block_tiles in zip(rows, tiled, strict=True):
-        columns["keys"].append(key)
-        columns["blocks"].append(block)
-        for name, value in figures(points).items():
-            columns[name].append(value)
-        columns["starts"].append(start)
-        columns["sizes"].append(points.nbytes)
-        columns["tile_starts"].append(tile_start)
-        columns["tile_sizes"].append(block_tiles.nbytes)
-        start += points.nbytes
-        tile_start += block_tiles.nbytes
-    blob = b"".join(points.tobytes() for _key, _block, points in rows)
-    tile_blob = b"".join(block_tiles.tobytes() for block_tiles in tiled)
-    numbers = {name: ",".join(map(repr, columns[name])) for name in NUMBERS}
-    params = {"job_id": job_id, "attempt": attempt, "blob": blob, "tile_blob": tile_blob, "keys": columns["keys"]}
+    packed = pack([points for _key, _block, points in rows])
+    offsets = {  # substring() counts from 1
+        "starts": 1 + np.cumsum(packed.point_sizes) - packed.point_sizes,
+        "sizes": packed.point_sizes,
+        "tile_starts": 1 + np.cumsum(packed.tile_sizes) - packed.tile_sizes,
+        "tile_sizes": packed.tile_sizes,
+        "blocks": np.array([block for _key, block, _points in rows]),
+    }
+    numbers = {name: ",".join(map(repr, column.tolist())) for name, column in (packed.figures | offsets).items()}
+    keys = [key for key, _block, _points in rows]
+    params = {"job_id": job_id, "attempt": attempt, "blob": packed.points, "tile_blob": packed.tiles, "keys": keys}
     session.execute(_UPSERT, params | numbers)
 
 
@@ -216,10 +245,19 @@ def _upsert_sqlite(session: Session, job_id: int, attempt: int, rows: Touched) -
     statement = sqlite.insert(table)
     keys = [table.c.job_id, table.c.key, table.c.attempt, table.c.block]
     updated = {c.name: statement.excluded[c.name] for c in table.columns if c not in keys}
+    packed = pack([points for _key, _block, points in rows])
+    point_ends, tile_ends = np.cumsum(packed.point_sizes).tolist(), np.cumsum(packed.tile_sizes).tolist()
+    figures = {name: column.tolist() for name, column in packed.figures.items()}
     values = [
-        {"job_id": job_id, "key": key, "attempt": attempt, "block": block, "points": points.tobytes()}
-        | {"tiles": tiles(points).tobytes()}
-        | figures(points)
-        for key, block, points in rows
+        {
+            "job_id": job_id,
+            "key": key,
+            "attempt": attempt,
+            "block": block,
+            "points": packed.points[point_ends[i] - int(packed.point_sizes[i]) : point_ends[i]],
+            "tiles": packed.tiles[tile_ends[i] - int(packed.tile_sizes[i]) : tile_ends[i]],
+        }
+        | {name: column[i] for name, column in figures.items()}
+        for i, (key, block, _points) in enumerate(rows)
     ]
     session.execute(statement.on_conflict_do_update(index_elements=keys, set_=updated), values)
