@@ -22,18 +22,11 @@ from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
 from server.services.metric_blocks import TILE, TILE_STEPS, figures, unpack
 
-_NEXT_KEYS = text(
-    "WITH RECURSIVE k(key) AS ("
-    " SELECT min(key) FROM metric_blocks WHERE job_id = :job_id"
-    " UNION ALL"
-    " SELECT (SELECT min(key) FROM metric_blocks WHERE job_id = :job_id AND key > k.key) FROM k WHERE k.key IS NOT NULL"
-    ") SELECT key FROM k"
-)
-
 
 def metric_keys(session: Session, job_id: int) -> list[str]:
     """The job's keys, sorted: a loose index scan (one primary-key probe per key)."""
-    return [key for key in session.execute(_NEXT_KEYS, {"job_id": job_id}).scalars() if key is not None]
+    keys = session.execute(text(_KEYS_CTE + " SELECT key FROM k"), {"job_id": job_id}).scalars()
+    return [key for key in keys if key is not None]
 
 
 def _current(job_id: int, keys: Sequence[str], current: CurrentPoints) -> tuple[object, ...]:
@@ -208,24 +201,54 @@ class Point:
     wall_time: float
 
 
-def latest_points(session: Session, job_id: int, keys: Sequence[str]) -> dict[str, Point]:
-    """The last current point of each key: one statement, a backward primary-key probe per key."""
-    if not keys:
+_KEYS_CTE = (
+    "WITH RECURSIVE k(key) AS ("
+    " SELECT min(key) FROM metric_blocks WHERE job_id = :job_id"
+    " UNION ALL"
+    " SELECT (SELECT min(key) FROM metric_blocks WHERE job_id = :job_id AND key > k.key) FROM k WHERE k.key IS NOT NULL"
+    ")"
+)
+# PostgreSQL: per key, a backward primary-key probe for its last block holding a current point (the cutoffs
+# come as two arrays, attempt and cut), all in one fixed statement whatever the number of keys.
+_LATEST = (
+    " SELECT k.key, b.attempt, b.last_step, b.last_value, b.last_wall FROM {keys} CROSS JOIN LATERAL ("
+    "  SELECT attempt, last_step, last_value, last_wall FROM metric_blocks m"
+    "  WHERE m.job_id = :job_id AND m.key = k.key AND m.first_step < COALESCE((SELECT c.cut FROM"
+    "   unnest(CAST(:attempts AS integer[]), CAST(:cuts AS integer[])) AS c(attempt, cut)"
+    "   WHERE c.attempt = m.attempt), 2147483647)"
+    "  ORDER BY m.block DESC, m.attempt DESC LIMIT 1) b"
+)
+_LATEST_OF_ALL_KEYS = text(_KEYS_CTE + _LATEST.format(keys="k") + " WHERE k.key IS NOT NULL")
+_LATEST_OF_KEYS = text(_LATEST.format(keys="unnest(CAST(:keys AS varchar[])) AS k(key)"))
+
+
+def latest_points(session: Session, job_id: int, keys: Sequence[str] | None = None) -> dict[str, Point]:
+    """The last current point of each of `keys` (every key of the job when None), in key order: a backward
+    primary-key probe per key, in one statement."""
+    if keys is not None and not keys:
         return {}
     current = current_points(session, job_id)
-    probes = [
-        select(
-            MetricBlock.key, MetricBlock.attempt, MetricBlock.last_step, MetricBlock.last_value, MetricBlock.last_wall
-        )
-        .where(*_current(job_id, [key], current))
-        .order_by(MetricBlock.block.desc(), MetricBlock.attempt.desc())
-        .limit(1)
-        .subquery()
-        for key in keys
-    ]
+    if session.get_bind().dialect.name == "postgresql":
+        cutoffs = current.cutoffs
+        params = {"job_id": job_id, "attempts": list(cutoffs), "cuts": list(cutoffs.values())}
+        statement = _LATEST_OF_ALL_KEYS if keys is None else _LATEST_OF_KEYS
+        rows = session.connection().execute(statement, params if keys is None else params | {"keys": list(keys)})
+    else:
+        wanted = metric_keys(session, job_id) if keys is None else keys
+        if not wanted:
+            return {}
+        columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.last_step, MetricBlock.last_value)
+        probes = [
+            select(*columns, MetricBlock.last_wall)
+            .where(*_current(job_id, [key], current))
+            .order_by(MetricBlock.block.desc(), MetricBlock.attempt.desc())
+            .limit(1)
+            .subquery()
+            for key in wanted
+        ]
+        rows = session.connection().execute(union_all(*(select(p) for p in probes)))
     found: dict[str, Point] = {}
-    for row in session.execute(union_all(*(select(p) for p in probes))):
-        key, attempt, step, value, wall = row
+    for key, attempt, step, value, wall in rows:
         if step < current.cutoff(attempt):
             found[key] = Point(step, value, wall)
             continue
@@ -239,7 +262,7 @@ def latest_points(session: Session, job_id: int, keys: Sequence[str]) -> dict[st
         )
         last = _current_points(data, attempt, current)[-1]
         found[key] = Point(int(last["step"]), float(last["value"]), float(last["wall"]))
-    return {key: found[key] for key in keys if key in found}
+    return {key: found[key] for key in (sorted(found) if keys is None else keys) if key in found}
 
 
 def points_after(

@@ -249,3 +249,14 @@ def test_upgrade_packs_points_stored_one_row_each_and_downgrade_unpacks_them(dat
         )
     engine.dispose()
     upgrade(database_url)
+
+
+def test_latest_points_of_every_key_come_from_the_current_attempt(session: Session) -> None:
+    job = new_job(session)
+    send(session, job, range(0, 600), ["loss", "kl"])
+    send(session, job, range(300, 400), ["loss"], attempt=2)  # kl's points from step 300 on are superseded too
+    latest = latest_points(session, job.id)
+    assert list(latest) == ["kl", "loss"]
+    assert (latest["loss"].step, latest["loss"].value) == (399, curve("loss", 399, 2))
+    assert (latest["kl"].step, latest["kl"].value) == (299, curve("kl", 299))
+    assert latest_points(session, job.id, ["loss", "absent"]) == {"loss": latest["loss"]}

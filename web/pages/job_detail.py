@@ -76,7 +76,7 @@ def job_page(
     context.update(
         section="jobs",
         charts=CHARTS,
-        latest=latest_points(session, job.id, metric_keys(session, job.id)),
+        latest=latest_points(session, job.id),
         logs=lines,
         last_log_id=lines[-1].id if lines else 0,
         artifacts=list_artifacts(session, job.id).items,
