@@ -376,6 +376,19 @@ def timed_get(http: httpx.Client, path: str, runs: int) -> tuple[list[float], in
     return times, size
 
 
+async def _all_at_once(bench: Bench, paths: list[str]) -> float:
+    """Milliseconds until every one of `paths` has answered, all sent at once (the compare page's fetches)."""
+    headers = {"Authorization": f"Bearer {bench.token}"}
+    async with httpx.AsyncClient(base_url=bench.url, headers=headers, timeout=60) as http:
+        await http.get(paths[0])  # a connection, warm
+        started = time.perf_counter()
+        responses = await asyncio.gather(*(http.get(path) for path in paths))
+        elapsed = (time.perf_counter() - started) * 1000
+    for response in responses:
+        response.raise_for_status()
+    return elapsed
+
+
 def bench_reads(bench: Bench, runs: int, long_steps: int, big_steps: int, compare_steps: int) -> int:
     keys = key_names(KEYS)
     big = submit(bench, "big-10M")
@@ -417,23 +430,38 @@ def bench_reads(bench: Bench, runs: int, long_steps: int, big_steps: int, compar
             )
         )
         compare_keys = ",".join(keys[:COMPARE_KEYS])
-        totals: list[float] = []
+        paths = [f"/api/v1/jobs/{job_id}/metrics?keys={compare_keys}&max_points=1000" for job_id in [big, *others]]
+        points = f"{COMPARE_KEYS * long_steps:,} + 7 x {COMPARE_KEYS * compare_steps:,} points, max_points=1000"
+        at_once = [asyncio.run(_all_at_once(bench, paths)) for _ in range(runs + 1)][1:]
+        bench.add(
+            Figure(
+                "reads",
+                "compare: 8 jobs x 4 keys (8 requests at once, as the page sends them)",
+                statistics.median(at_once),
+                "ms",
+                "≤ 200",
+                statistics.median(at_once) <= 200,
+                at_once,
+                points,
+            )
+        )
+        in_a_row: list[float] = []
         for _ in range(runs + 1):
             started = time.perf_counter()
-            for job_id in [big, *others]:
-                http.get(f"/api/v1/jobs/{job_id}/metrics?keys={compare_keys}&max_points=1000").raise_for_status()
-            totals.append((time.perf_counter() - started) * 1000)
-        totals = totals[1:]
+            for path in paths:
+                http.get(path).raise_for_status()
+            in_a_row.append((time.perf_counter() - started) * 1000)
+        in_a_row = in_a_row[1:]
         bench.add(
             Figure(
                 "reads",
                 "compare: 8 jobs x 4 keys (8 requests in a row)",
-                statistics.median(totals),
+                statistics.median(in_a_row),
                 "ms",
-                "≤ 200",
-                statistics.median(totals) <= 200,
-                totals,
-                f"{COMPARE_KEYS * long_steps:,} + 7 x {COMPARE_KEYS * compare_steps:,} points, max_points=1000",
+                "-",
+                None,
+                in_a_row,
+                points,
             )
         )
         times, _ = timed_get(http, f"/api/v1/jobs/{big}/metrics/keys", runs)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import case, func, select, text, union_all
+from sqlalchemy import LargeBinary, case, func, literal, select, text, union_all
 from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
@@ -124,15 +124,33 @@ def _pieces_of_blocks(
 def _pieces_of_tiles(
     session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
 ) -> Pieces:
-    """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles."""
-    query = select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)
-    rows = session.connection().execute(query).all()
-    if not rows:
+    """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles. On PostgreSQL
+    each key's tiles come back as one bytea with the blocks and their sizes, not a row per block."""
+    connection = session.connection()
+    if session.get_bind().dialect.name == "postgresql":
+        query = select(
+            MetricBlock.key,
+            func.array_agg(MetricBlock.block),
+            func.array_agg(func.length(MetricBlock.tiles)),
+            func.string_agg(MetricBlock.tiles, literal(b"", LargeBinary)),
+        ).where(*where)
+        rows = connection.execute(query.group_by(MetricBlock.key)).all()
+        keys = [key for key, _blocks, _sizes, _data in rows]
+        blocks = [np.array(blocks) for _key, blocks, _sizes, _data in rows]
+        sizes = [np.array(sizes) // TILE.itemsize for _key, _blocks, sizes, _data in rows]
+        data = b"".join(data for _key, _blocks, _sizes, data in rows)
+    else:
+        rows = connection.execute(select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)).all()
+        keys = [key for key, _block, _data in rows]
+        blocks = [np.array([block]) for _key, block, _data in rows]
+        sizes = [np.array([len(data) // TILE.itemsize]) for _key, _block, data in rows]
+        data = b"".join(data for _key, _block, data in rows)
+    if not keys:
         return _no_pieces()
-    tiles = np.frombuffer(b"".join(data for _key, _block, data in rows), dtype=TILE)
-    sizes = [len(data) // TILE.itemsize for _key, _block, data in rows]
-    owner = np.repeat([index[key] for key, _block, _data in rows], sizes)
-    first_step = np.repeat([block * BLOCK for _key, block, _data in rows], sizes) + tiles["tile"] * TILE_STEPS
+    tiles = np.frombuffer(data, dtype=TILE)
+    per_block = np.concatenate(sizes)
+    owner = np.repeat(np.repeat([index[key] for key in keys], [len(b) for b in blocks]), per_block)
+    first_step = np.repeat(np.concatenate(blocks) * BLOCK, per_block) + tiles["tile"] * TILE_STEPS
     return Pieces(
         key=owner,
         bucket=(first_step - base) // width,
