@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import case, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import case, select, text
 from sqlalchemy.orm import Session
 
 from server.models import MetricAttempt
@@ -52,19 +51,18 @@ def current_points(session: Session, job_id: int) -> CurrentPoints:
     return CurrentPoints({attempt: first for attempt, first in rows})
 
 
+# The same statement on PostgreSQL and SQLite, built once.
+_RECORD_FIRST_STEP = text(
+    "INSERT INTO metric_attempts (job_id, attempt, first_step) VALUES (:job_id, :attempt, :first_step) "
+    "ON CONFLICT (job_id, attempt) DO UPDATE SET first_step = excluded.first_step "
+    "WHERE excluded.first_step < metric_attempts.first_step"
+)
+
+
 def record_first_step(session: Session, job_id: int, attempt: int, first_step: int) -> None:
     """Lower the attempt's first step to `first_step` if that is earlier (or record it).
 
     The upsert locks the attempt's row, so two batches of one attempt are stored one after the other; on
     SQLite it also takes the write lock before ingestion reads anything.
     """
-    table = MetricAttempt.__table__
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = insert(table).values(job_id=job_id, attempt=attempt, first_step=first_step)
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=[table.c.job_id, table.c.attempt],
-            set_={"first_step": statement.excluded.first_step},
-            where=statement.excluded.first_step < table.c.first_step,
-        )
-    )
+    session.execute(_RECORD_FIRST_STEP, {"job_id": job_id, "attempt": attempt, "first_step": first_step})
