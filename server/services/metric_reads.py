@@ -38,6 +38,11 @@ def _current(job_id: int, keys: Sequence[str], current: CurrentPoints) -> tuple[
     )
 
 
+def _after(step: int) -> tuple[object, ...]:
+    """Blocks holding a step after `step`: a primary-key range (a block ends before the next block starts)."""
+    return MetricBlock.block >= step // BLOCK, MetricBlock.last_step > step
+
+
 def _current_points(data: bytes, attempt: int, current: CurrentPoints) -> np.ndarray:
     points = unpack(data)
     cutoff = current.cutoff(attempt)
@@ -227,14 +232,15 @@ _KEYS_CTE = (
     ")"
 )
 # PostgreSQL: per key, a backward primary-key probe for its last block holding a current point (the cutoffs
-# come as two arrays, attempt and cut), all in one fixed statement whatever the number of keys.
+# come as two arrays, attempt and cut), all in one fixed statement whatever the number of keys. Attempt
+# before block, as in the key: a later attempt's current points lie above an earlier one's.
 _LATEST = (
     " SELECT k.key, b.attempt, b.last_step, b.last_value, b.last_wall FROM {keys} CROSS JOIN LATERAL ("
     "  SELECT attempt, last_step, last_value, last_wall FROM metric_blocks m"
     "  WHERE m.job_id = :job_id AND m.key = k.key AND m.first_step < COALESCE((SELECT c.cut FROM"
     "   unnest(CAST(:attempts AS integer[]), CAST(:cuts AS integer[])) AS c(attempt, cut)"
     "   WHERE c.attempt = m.attempt), 2147483647)"
-    "  ORDER BY m.block DESC, m.attempt DESC LIMIT 1) b"
+    "  ORDER BY m.attempt DESC, m.block DESC LIMIT 1) b"
 )
 _LATEST_OF_ALL_KEYS = text(_KEYS_CTE + _LATEST.format(keys="k") + " WHERE k.key IS NOT NULL")
 _LATEST_OF_KEYS = text(_LATEST.format(keys="unnest(CAST(:keys AS varchar[])) AS k(key)"))
@@ -259,7 +265,7 @@ def latest_points(session: Session, job_id: int, keys: Sequence[str] | None = No
         probes = [
             select(*columns, MetricBlock.last_wall)
             .where(*_current(job_id, [key], current))
-            .order_by(MetricBlock.block.desc(), MetricBlock.attempt.desc())
+            .order_by(MetricBlock.attempt.desc(), MetricBlock.block.desc())
             .limit(1)
             .subquery()
             for key in wanted
@@ -292,8 +298,8 @@ def points_after(
     for key in keys:
         blocks = session.execute(
             select(MetricBlock.attempt, MetricBlock.points)
-            .where(*_current(job_id, [key], current), MetricBlock.last_step > after_step)
-            .order_by(MetricBlock.block, MetricBlock.attempt)
+            .where(*_current(job_id, [key], current), *_after(after_step))
+            .order_by(MetricBlock.attempt, MetricBlock.block)
             .limit(limit)
         )
         points: list[Point] = []
@@ -367,7 +373,7 @@ def metric_history(session: Session, job_id: int, key: str, after_step: int, lim
     current = current_points(session, job_id)
     rows = session.execute(
         select(MetricBlock.attempt, MetricBlock.points)
-        .where(MetricBlock.job_id == job_id, MetricBlock.key == key, MetricBlock.last_step > after_step)
+        .where(MetricBlock.job_id == job_id, MetricBlock.key == key, *_after(after_step))
         .order_by(MetricBlock.block, MetricBlock.attempt)
     )
     history: list[HistoryPoint] = []
