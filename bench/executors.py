@@ -30,8 +30,15 @@ def spec(finetune: str, trained: int, devices: int = 1, executor: dict[str, Any]
     return {
         "name": f"bench-{finetune}-k{trained}-r{devices}",
         "model": model,
-        "algorithm": {"name": "flow_grpo", "sampling_steps": 10, "train_timesteps": trained, "group_size": 4,
-                      "prompts_per_step": 2 if devices > 1 else 1, "total_steps": 10, "global_std": False},
+        "algorithm": {
+            "name": "flow_grpo",
+            "sampling_steps": 10,
+            "train_timesteps": trained,
+            "group_size": 4,
+            "prompts_per_step": 2 if devices > 1 else 1,
+            "total_steps": 10,
+            "global_std": False,
+        },
         "executor": executor or {"name": "native"},
         "reward": [{"name": "prompt_color_match"}],
         "resources": {"devices": devices},
@@ -59,8 +66,20 @@ def main() -> int:
             path.write_text(json.dumps(job))
             devices = job["resources"]["devices"]
             launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
-            command = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer", "bench", "--spec", str(path),
-                       "--executors", executors, "--rounds", "2", "--json", str(out)]
+            command = [
+                *(launcher if devices > 1 else [sys.executable]),
+                "-m",
+                "trainer",
+                "bench",
+                "--spec",
+                str(path),
+                "--executors",
+                executors,
+                "--rounds",
+                "2",
+                "--json",
+                str(out),
+            ]
             print(f"bench {job['name']}: {executors}", flush=True)
             subprocess.run(command, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
             reports.append(json.loads(out.read_text()))
@@ -71,8 +90,13 @@ def main() -> int:
         for r in reports
     )
     (RESULTS / "executors.md").write_text(
-        "# Executor benchmark (make bench)\n\n" + table + "\n\n" + notes + "\n\nPeak memory: "
-        + reports[0]["memory_method"] + ".\n"
+        "# Executor benchmark (make bench)\n\n"
+        + table
+        + "\n\n"
+        + notes
+        + "\n\nPeak memory: "
+        + reports[0]["memory_method"]
+        + ".\n"
     )
     (RESULTS / "executors.json").write_text(json.dumps(reports, indent=2))
     print(table)

@@ -112,8 +112,9 @@ def optimizer_seconds(job: TrainingJob) -> float:
     return seconds
 
 
-def predicted_seconds(name: str, spec: JobSpec, costs: dict[int, dict[str, float]], fixed: float, sync: float,
-                      rows: int, world: int) -> float:
+def predicted_seconds(
+    name: str, spec: JobSpec, costs: dict[int, dict[str, float]], fixed: float, sync: float, rows: int, world: int
+) -> float:
     algo = spec.algorithm
     steps, trained = algo.sampling_steps, algo.train_timesteps or algo.sampling_steps - 1
     batch = costs[rows]
@@ -171,8 +172,9 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     torch.set_num_threads(1)  # like torchrun's ranks: a tiny model gains nothing from threads, and drifts less
     algo = spec.algorithm
     for name in names:
-        problem = layout_error(algo.prompts_per_step, algo.group_size, distributed.world_size,
-                               EXECUTOR_CLASSES[name].layout)
+        problem = layout_error(
+            algo.prompts_per_step, algo.group_size, distributed.world_size, EXECUTOR_CLASSES[name].layout
+        )
         if problem:
             raise SpecError("algorithm.prompts_per_step", problem)
     torch.manual_seed(spec.seed)
@@ -190,8 +192,16 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     def one_step(name: str) -> dict[str, float]:
         counters[name] += 1
         job.spec = specs[name]
-        batch = step_batch(pool, counters[name], spec.seed, algo.prompts_per_step, algo.group_size,
-                           distributed.rank, distributed.world_size, EXECUTOR_CLASSES[name].layout)
+        batch = step_batch(
+            pool,
+            counters[name],
+            spec.seed,
+            algo.prompts_per_step,
+            algo.group_size,
+            distributed.rank,
+            distributed.world_size,
+            EXECUTOR_CLASSES[name].layout,
+        )
         distributed.barrier()
         began = time.perf_counter()
         metrics = executors[name].train_step(batch).metrics
@@ -226,10 +236,10 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
             **mean,
             "samples_per_s": samples / wall,
             "peak_bytes": peaks[name],
-            "predicted_seconds": predicted_seconds(name, specs[name], costs, fixed, sync, rows,
-                                                   distributed.world_size),
-            "executor_metrics": {k: statistics.mean(m[k] for m in records[name])
-                                 for k in records[name][0] if k.startswith("executor/")},
+            "predicted_seconds": predicted_seconds(name, specs[name], costs, fixed, sync, rows, distributed.world_size),
+            "executor_metrics": {
+                k: statistics.mean(m[k] for m in records[name]) for k in records[name][0] if k.startswith("executor/")
+            },
         }
     native = summary["native"]
     for result in summary.values():

@@ -41,7 +41,13 @@ def layout_error(prompts_per_step: int, group_size: int, world_size: int, layout
 
 
 def step_batch(
-    pool: list[str], step: int, seed: int, prompts_per_step: int, group_size: int, rank: int, world_size: int,
+    pool: list[str],
+    step: int,
+    seed: int,
+    prompts_per_step: int,
+    group_size: int,
+    rank: int,
+    world_size: int,
     layout: str = "sharded",
 ) -> SampleBatch:
     generator = step_generator(seed, step, "prompts")

@@ -36,7 +36,22 @@ def torchrun(
     env = {**os.environ, "SFUMATO_HOME": str(home)}
     env.pop("SFUMATO_API_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "trainer", *command, "--spec", str(spec_path)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "trainer",
+            *command,
+            "--spec",
+            str(spec_path),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )

@@ -23,8 +23,16 @@ def run_audit(tmp_path: Path, spec: dict[str, Any], names: str) -> dict[str, Any
     "sections",
     [
         {"algorithm": {"kl_beta": 0.04, "cfg_scale": 3.0}, "executor": {"name": "lean_reweight", "kl": "extra_vjp"}},
-        {"algorithm": {"name": "dance_grpo", "train_timesteps": 2, "noise_level": 0.3, "global_std": False,
-                       "group_size": 4, "prompts_per_step": 1}},
+        {
+            "algorithm": {
+                "name": "dance_grpo",
+                "train_timesteps": 2,
+                "noise_level": 0.3,
+                "global_std": False,
+                "group_size": 4,
+                "prompts_per_step": 1,
+            }
+        },
     ],
     ids=["flow-global-std-kl-cfg", "dance-group-std-affine"],
 )
@@ -59,7 +67,7 @@ def test_audit_thresholds_hold_with_two_gloo_ranks(tmp_path: Path, sfumato_home:
     spec = audit_spec(resources={"devices": 2}, executor={"name": "jagg", "group_width": 2})
     result = torchrun(tmp_path, sfumato_home, spec, "audit", "--executors", "native,lean_retain,lean_reweight,jagg")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    report = json.loads(result.stdout[result.stdout.index("{"):])
+    report = json.loads(result.stdout[result.stdout.index("{") :])
     assert report["world_size"] == 2 and report["layout"] == "shared"
     executors = report["executors"]
     assert executors["lean_retain"]["rel_l2"] <= 1e-6

@@ -20,10 +20,12 @@ def flat(grads: list[torch.Tensor]) -> torch.Tensor:
 
 
 def reweight_spec(regime: str) -> JobSpec:
-    return parse_spec(audit_spec(
-        algorithm={"kl_beta": 0.04, "group_size": 4, "prompts_per_step": 2},
-        executor={"name": "lean_reweight", "kl": "extra_vjp", "buffer_regime": regime},
-    ))
+    return parse_spec(
+        audit_spec(
+            algorithm={"kl_beta": 0.04, "group_size": 4, "prompts_per_step": 2},
+            executor={"name": "lean_reweight", "kl": "extra_vjp", "buffer_regime": regime},
+        )
+    )
 
 
 @pytest.fixture(scope="module")

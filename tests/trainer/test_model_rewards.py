@@ -27,11 +27,25 @@ def save_tiny_clip(directory: Path, dtype: torch.dtype = torch.float32) -> Path:
 
     torch.manual_seed(0)
     tokenizer = word_tokenizer(WORDS, 16)
-    text = {"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1,
-            "num_attention_heads": 2, "max_position_embeddings": 16, "pad_token_id": 0, "bos_token_id": 2,
-            "eos_token_id": 3}
-    vision = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "image_size": SIZE, "patch_size": 8}
+    text = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 37,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 16,
+        "pad_token_id": 0,
+        "bos_token_id": 2,
+        "eos_token_id": 3,
+    }
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 37,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "image_size": SIZE,
+        "patch_size": 8,
+    }
     model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).to(dtype)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)

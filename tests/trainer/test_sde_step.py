@@ -14,8 +14,11 @@ from trainer.sampling.sde_step import diffusion_coefficient, ode_step, score_fac
 def _inputs(rows: int = 3) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(0)
     shape = (rows, 4, 8, 8)
-    return (torch.randn(shape, generator=generator), torch.randn(shape, generator=generator),
-            torch.randn(shape, generator=generator))
+    return (
+        torch.randn(shape, generator=generator),
+        torch.randn(shape, generator=generator),
+        torch.randn(shape, generator=generator),
+    )
 
 
 @pytest.mark.parametrize("kind", ["flow_grpo", "dance", "flash"])
@@ -85,8 +88,12 @@ def test_score_factor_matches_its_closed_form(kind: str) -> None:
 def test_flash_inverse_factor_reproduces_the_published_wan_table() -> None:
     sigmas = shifted_sigmas(20, 3.0)
     published = [7.4770, 7.0414, 6.6112, 6.1867, 5.7682, 5.3559, 4.9502, 4.5513, 4.1596, 3.7754]
-    wan = torch.cat([3 * (u := torch.linspace(0.999, 0, 21, dtype=torch.float64)[:-1]) / (1 + 2 * u),
-                     torch.zeros(1, dtype=torch.float64)])
+    wan = torch.cat(
+        [
+            3 * (u := torch.linspace(0.999, 0, 21, dtype=torch.float64)[:-1]) / (1 + 2 * u),
+            torch.zeros(1, dtype=torch.float64),
+        ]
+    )
     inverse = 1 / score_factor("flash", wan, torch.arange(10), 0.0)
     assert torch.allclose(inverse, torch.tensor(published, dtype=torch.float64), atol=6e-4)
     assert sigmas[0] == 1 and sigmas[-1] == 0

@@ -19,16 +19,37 @@ def torchrun(tmp_path: Path, sfumato_home: Path, spec: dict[str, Any]) -> subpro
     env.pop("SFUMATO_API_URL", None)
     spec_path = write_spec(tmp_path / "spec.json", spec)
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "trainer", "run", "--spec", str(spec_path), "--output-dir", str(tmp_path / "out")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "trainer",
+            "run",
+            "--spec",
+            str(spec_path),
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
     )
 
 
 @pytest.mark.slow
 def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path) -> None:
-    spec = tiny_spec(algorithm={"total_steps": 2}, resources={"devices": 2}, samples={"every": 2, "count": 1},
-                     checkpoint={"every": 1})
+    spec = tiny_spec(
+        algorithm={"total_steps": 2},
+        resources={"devices": 2},
+        samples={"every": 2, "count": 1},
+        checkpoint={"every": 1},
+    )
     out = tmp_path / "out"
     result = torchrun(tmp_path, sfumato_home, spec)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -13,9 +13,24 @@ from trainer.__main__ import main
 from trainer.run import run
 
 CONTRACT_KEYS = {
-    "reward/mean", "reward/std", "reward/prompt_color_match", "loss", "kl", "clip_frac", "approx_kl", "ratio/mean",
-    "grad_norm", "lr", "train/zero_std_frac", "time/rollout", "time/reward", "time/train", "time/sync", "time/step",
-    "throughput/samples_per_s", "memory/peak_bytes",
+    "reward/mean",
+    "reward/std",
+    "reward/prompt_color_match",
+    "loss",
+    "kl",
+    "clip_frac",
+    "approx_kl",
+    "ratio/mean",
+    "grad_norm",
+    "lr",
+    "train/zero_std_frac",
+    "time/rollout",
+    "time/reward",
+    "time/train",
+    "time/sync",
+    "time/step",
+    "throughput/samples_per_s",
+    "memory/peak_bytes",
 }
 
 
@@ -49,15 +64,21 @@ def test_first_update_is_exactly_on_policy(tmp_path: Path, sfumato_home: Path, o
 
 def test_kl_grows_once_the_policy_moves(tmp_path: Path, sfumato_home: Path) -> None:
     metrics = _run(
-        tmp_path, "kl", algorithm={"total_steps": 2, "sampling_steps": 4, "kl_beta": 0.04, "learning_rate": 0.01},
-        samples={"count": 0}, checkpoint={"every": 0},
+        tmp_path,
+        "kl",
+        algorithm={"total_steps": 2, "sampling_steps": 4, "kl_beta": 0.04, "learning_rate": 0.01},
+        samples={"count": 0},
+        checkpoint={"every": 0},
     )
     assert metrics[0]["kl"] == 0.0 < metrics[1]["kl"]
 
 
 def test_resume_continues_with_the_same_losses(tmp_path: Path, sfumato_home: Path) -> None:
-    sections = {"algorithm": {"total_steps": 4, "sampling_steps": 4, "learning_rate": 0.01},
-                "samples": {"count": 0}, "checkpoint": {"every": 2}}
+    sections = {
+        "algorithm": {"total_steps": 4, "sampling_steps": 4, "learning_rate": 0.01},
+        "samples": {"count": 0},
+        "checkpoint": {"every": 2},
+    }
     spec_path = write_spec(tmp_path / "spec.json", tiny_spec(**sections))
     straight = tmp_path / "straight"
     run(spec_path, straight, resume=False)
@@ -74,8 +95,9 @@ def test_resume_continues_with_the_same_losses(tmp_path: Path, sfumato_home: Pat
 
 def test_run_writes_checkpoints_eval_samples_and_the_final_model(tmp_path: Path, sfumato_home: Path) -> None:
     out = tmp_path / "out"
-    spec = tiny_spec(algorithm={"total_steps": 2, "sampling_steps": 4}, samples={"every": 1, "count": 1},
-                     checkpoint={"every": 1})
+    spec = tiny_spec(
+        algorithm={"total_steps": 2, "sampling_steps": 4}, samples={"every": 1, "count": 1}, checkpoint={"every": 1}
+    )
     assert main(["run", "--spec", str(write_spec(tmp_path / "s.json", spec)), "--output-dir", str(out)]) == 0
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-1", "step-2"]
     assert len(list((out / "samples" / "step-2").glob("*.png"))) == 2
@@ -103,8 +125,11 @@ def test_gradient_checkpointing_recomputes_blocks_and_keeps_the_loss(
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(torch.utils.checkpoint, "checkpoint", counting)
-    sections = {"algorithm": {"total_steps": 2, "sampling_steps": 4, "learning_rate": 0.01},
-                "samples": {"count": 0}, "checkpoint": {"every": 0}}
+    sections = {
+        "algorithm": {"total_steps": 2, "sampling_steps": 4, "learning_rate": 0.01},
+        "samples": {"count": 0},
+        "checkpoint": {"every": 0},
+    }
     plain = _run(tmp_path, "plain", **sections)
     assert not calls
     checkpointed = _run(tmp_path, "ckpt", model={"gradient_checkpointing": True}, **sections)
@@ -115,8 +140,12 @@ def test_gradient_checkpointing_recomputes_blocks_and_keeps_the_loss(
 
 def test_bfloat16_transformer_trains_with_fp32_step_math(tmp_path: Path, sfumato_home: Path) -> None:
     metrics = _run(
-        tmp_path, "bf16", model={"dtype": "bfloat16"}, algorithm={"total_steps": 2, "sampling_steps": 4},
-        samples={"count": 0}, checkpoint={"every": 0},
+        tmp_path,
+        "bf16",
+        model={"dtype": "bfloat16"},
+        algorithm={"total_steps": 2, "sampling_steps": 4},
+        samples={"count": 0},
+        checkpoint={"every": 0},
     )
     assert metrics[0]["ratio/max_abs_dev"] == 0.0
     assert all(math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["grad_norm"] > 0 for m in metrics)
@@ -133,8 +162,13 @@ def test_rollout_images_are_posted_as_train_samples_with_their_rewards(
         posted.append((step, kind, seed, reward))
 
     monkeypatch.setattr(Reporter, "sample", record)
-    _run(tmp_path, "train", algorithm={"total_steps": 2, "sampling_steps": 4}, samples={"every": 2, "count": 1},
-         checkpoint={"every": 0})
+    _run(
+        tmp_path,
+        "train",
+        algorithm={"total_steps": 2, "sampling_steps": 4},
+        samples={"every": 2, "count": 1},
+        checkpoint={"every": 0},
+    )
     train = [p for p in posted if p[1] == "train"]
     assert [(step, seed) for step, _, seed, _ in train] == [(2, 0), (2, 1), (2, 2), (2, 3)]
     assert all(reward is not None for *_, reward in train)

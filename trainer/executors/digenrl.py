@@ -51,9 +51,22 @@ from trainer.sampling.sde_step import sde_step
 UNIT_TAG, WEIGHT_TAG = 11, 12
 STALE_FRACTION = 0.5
 SHARED_KEYS = (
-    "loss", "kl", "approx_kl", "clip_frac", "ratio/mean", "ratio/max_abs_dev", "grad_norm", "time/train",
-    "time/sync", "executor/stale_fraction", "executor/max_version_lag", "executor/stale_clip_frac",
-    "executor/trainer_idle", "executor/tag_units", "executor/units", "executor/weight_bytes",
+    "loss",
+    "kl",
+    "approx_kl",
+    "clip_frac",
+    "ratio/mean",
+    "ratio/max_abs_dev",
+    "grad_norm",
+    "time/train",
+    "time/sync",
+    "executor/stale_fraction",
+    "executor/max_version_lag",
+    "executor/stale_clip_frac",
+    "executor/trainer_idle",
+    "executor/tag_units",
+    "executor/units",
+    "executor/weight_bytes",
     "executor/retained_graphs",
 )
 
@@ -113,14 +126,26 @@ class DigenrlExecutor(Executor):
         local_plan = StepPlan(plan.sde[rows], plan.trained[rows], None if plan.weights is None else plan.weights[rows])
         with torch.no_grad():
             trajectory = rollout(
-                job.family, job.policy, job.algorithm, local_plan, batch.sample_ids[rows], batch.step,
-                job.conditioning(prompts), job.unconditional(len(prompts)), job.spec.algorithm.cfg_scale,
+                job.family,
+                job.policy,
+                job.algorithm,
+                local_plan,
+                batch.sample_ids[rows],
+                batch.step,
+                job.conditioning(prompts),
+                job.unconditional(len(prompts)),
+                job.spec.algorithm.cfg_scale,
             )
         total, parts = job.reward(trajectory.images, prompts)
         return [
             Unit(
-                int(batch.sample_ids[r]), group, self.version, float(total[n]),
-                [float(parts[k][n]) for k in self.parts], trajectory.log_probs[n].cpu(), trajectory.latents[n].cpu(),
+                int(batch.sample_ids[r]),
+                group,
+                self.version,
+                float(total[n]),
+                [float(parts[k][n]) for k in self.parts],
+                trajectory.log_probs[n].cpu(),
+                trajectory.latents[n].cpu(),
             )
             for n, r in enumerate(rows)
         ]
@@ -274,7 +299,13 @@ class DigenrlExecutor(Executor):
         return torch.cat(parts)
 
     def replay(
-        self, unit: Unit, advantage: float, plan: StepPlan, batch: SampleBatch, total: int, report: StepReport,
+        self,
+        unit: Unit,
+        advantage: float,
+        plan: StepPlan,
+        batch: SampleBatch,
+        total: int,
+        report: StepReport,
         stale: list[torch.Tensor],
     ) -> None:
         """TSP: the unit's K trained steps in batches of ``timestep_batch`` rows, each backwarded
@@ -315,8 +346,13 @@ class DigenrlExecutor(Executor):
                 stale.append(terms.clipped)
 
     def reference_mean(
-        self, x: torch.Tensor, index: torch.Tensor, sigma: torch.Tensor, cond: Conditioning,
-        uncond: Conditioning | None, x_next: torch.Tensor,
+        self,
+        x: torch.Tensor,
+        index: torch.Tensor,
+        sigma: torch.Tensor,
+        cond: Conditioning,
+        uncond: Conditioning | None,
+        x_next: torch.Tensor,
     ) -> torch.Tensor:
         job = self.job
         algorithm = job.algorithm

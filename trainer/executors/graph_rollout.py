@@ -33,7 +33,11 @@ class TrainedForward:
 
 
 def reference_mean(
-    job: TrainingJob, x: torch.Tensor, index: torch.Tensor, cond: Conditioning, uncond: Conditioning | None,
+    job: TrainingJob,
+    x: torch.Tensor,
+    index: torch.Tensor,
+    cond: Conditioning,
+    uncond: Conditioning | None,
     x_next: torch.Tensor,
 ) -> torch.Tensor:
     """μ_ref of the same step under the reference weights (frozen copy, or LoRA disabled)."""

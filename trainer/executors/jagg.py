@@ -77,7 +77,10 @@ class JaggExecutor(Executor):
             report.grad_norms.append(job.optimizer_step())
         finished = time.perf_counter()
         times = {
-            "rollout": rolled - started, "reward": scored - rolled, "train": finished - scored, "sync": sync_seconds
+            "rollout": rolled - started,
+            "reward": scored - rolled,
+            "train": finished - scored,
+            "sync": sync_seconds,
         }
         executor = {
             "routed_groups": routed,
@@ -89,8 +92,13 @@ class JaggExecutor(Executor):
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
 
     def joint_backward(
-        self, trajectory: Trajectory, plan: StepPlan, positions: list[int], advantages: torch.Tensor,
-        report: StepReport, probe: bool,
+        self,
+        trajectory: Trajectory,
+        plan: StepPlan,
+        positions: list[int],
+        advantages: torch.Tensor,
+        report: StepReport,
+        probe: bool,
     ) -> None:
         """One routed group: W forwards (endpoints with grad), s_j by autograd through the step
         math only, α-weighted aggregation, one joint backward through the two endpoints."""
@@ -126,8 +134,15 @@ class JaggExecutor(Executor):
         torch.autograd.backward(endpoints, [s_base, s_corr])  # type: ignore[list-item]
 
     def step_loss(
-        self, proxy: torch.Tensor, x: torch.Tensor, x_next: torch.Tensor, index: torch.Tensor, sigma: torch.Tensor,
-        trajectory: Trajectory, advantages: torch.Tensor, plan: StepPlan,
+        self,
+        proxy: torch.Tensor,
+        x: torch.Tensor,
+        x_next: torch.Tensor,
+        index: torch.Tensor,
+        sigma: torch.Tensor,
+        trajectory: Trajectory,
+        advantages: torch.Tensor,
+        plan: StepPlan,
     ) -> StepTerms:
         """Native's per-step loss (clipped surrogate + β·KL) as a function of the velocity alone."""
         job, spec = self.job, self.job.spec.algorithm
@@ -149,7 +164,9 @@ class JaggExecutor(Executor):
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
 
     def probe_cosine(
-        self, upstream: list[tuple[torch.Tensor, torch.Tensor]], endpoints: list[torch.Tensor],
+        self,
+        upstream: list[tuple[torch.Tensor, torch.Tensor]],
+        endpoints: list[torch.Tensor],
         aggregated: list[torch.Tensor],
     ) -> float:
         """cos(Σ_j J_jᵀ s_j, J_0ᵀ s_base + J_lastᵀ s_corr) for one routed group (audit only)."""

@@ -78,13 +78,20 @@ class LeanRetainExecutor(Executor):
         report.grad_norms.append(job.optimizer_step())
         finished = time.perf_counter()
         times = {
-            "rollout": rolled - started, "reward": scored - rolled, "train": finished - scored, "sync": sync_seconds
+            "rollout": rolled - started,
+            "reward": scored - rolled,
+            "train": finished - scored,
+            "sync": sync_seconds,
         }
         executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": int(job.dist.world_size > 1)}
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
 
     def step_terms(
-        self, graphs: dict[int, TrainedForward], steps: list[int], trajectory: Trajectory, plan: StepPlan,
+        self,
+        graphs: dict[int, TrainedForward],
+        steps: list[int],
+        trajectory: Trajectory,
+        plan: StepPlan,
         advantages: torch.Tensor,
     ) -> StepTerms:
         """Native's loss at one training position, from the kept graphs instead of a re-forward."""

@@ -40,12 +40,18 @@ class FluxFamily(ModelFamily):
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
         clip_tokens = self.clip_tokenizer(
-            prompts, padding="max_length", max_length=self.clip_tokenizer.model_max_length, truncation=True,
+            prompts,
+            padding="max_length",
+            max_length=self.clip_tokenizer.model_max_length,
+            truncation=True,
             return_tensors="pt",
         ).to(self.device)
         pooled = self.clip(input_ids=clip_tokens.input_ids).pooler_output
         t5_tokens = self.t5_tokenizer(
-            prompts, padding="max_length", max_length=self.t5_tokenizer.model_max_length, truncation=True,
+            prompts,
+            padding="max_length",
+            max_length=self.t5_tokenizer.model_max_length,
+            truncation=True,
             return_tensors="pt",
         ).to(self.device)
         hidden = self.t5(input_ids=t5_tokens.input_ids).last_hidden_state

@@ -39,13 +39,27 @@ def build_tiny_flux(directory: Path, words: list[str]) -> None:
     FluxTransformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     clip = CLIPTextConfig(
-        vocab_size=len(tokenizer), hidden_size=TEXT_HIDDEN, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=2, max_position_embeddings=MAX_TOKENS, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+        vocab_size=len(tokenizer),
+        hidden_size=TEXT_HIDDEN,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=MAX_TOKENS,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
     )
     CLIPTextModel(clip).save_pretrained(directory / "text_encoder")
     t5 = T5Config(
-        vocab_size=len(tokenizer), d_model=TEXT_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
-        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
+        vocab_size=len(tokenizer),
+        d_model=TEXT_HIDDEN,
+        d_kv=8,
+        d_ff=64,
+        num_layers=1,
+        num_heads=4,
+        pad_token_id=0,
+        eos_token_id=3,
+        decoder_start_token_id=0,
     )
     T5EncoderModel(t5).save_pretrained(directory / "text_encoder_2")
     tokenizer.save_pretrained(directory / "tokenizer")
