@@ -13,9 +13,9 @@ from fault_harness import Cluster, live_metric_steps, stored_points, tiny_spec
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
 TOTAL_STEPS = 6
-# Long enough for the trainer to finish a step or two with nowhere to send them (a step takes 1-3 s
-# here); the trainer neither knows nor cares how long the outage is, so 20 s would prove nothing more.
-OUTAGE_SECONDS = 8
+# The outage: the trainer finishes steps (1-3 s each here), maybe all of them, with nowhere to send
+# them; a finished trainer waits for the server to take its last events (reporter CLOSE_TIMEOUT_S).
+OUTAGE_SECONDS = 20
 
 
 def test_metrics_and_samples_sent_while_the_server_is_down_arrive_once_after_it_returns(
