@@ -39,7 +39,6 @@ import random
 import re
 import secrets
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -71,6 +70,7 @@ from server.services import metric_blocks
 from server.services.auth import ensure_admin
 from server.services.current_points import record_first_step
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
+from tests.platform_harness import start_process, stop_processes
 
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
@@ -113,22 +113,10 @@ class Bench:
     figures: list[Figure] = field(default_factory=list)
 
     def start(self, name: str, argv: list[str]) -> None:
-        log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        self.procs[name] = subprocess.Popen(
-            argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        log.close()
+        self.procs[name] = start_process(argv, self.env, self.home / f"{name}.log")
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_processes(self.procs.values(), grace_seconds=30)
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)

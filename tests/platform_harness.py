@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def start_process(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A platform process in its own session (so stopping it stops its children), output appended to `log`."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_seconds: float) -> None:
+    """SIGTERM every process group, wait up to `grace_seconds` for each, then SIGKILL."""
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 @dataclass
 class Platform:
     url: str
@@ -51,22 +71,10 @@ class Platform:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
 
     def start(self, name: str, argv: list[str]) -> None:
-        out = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        self.procs[name] = subprocess.Popen(
-            argv, env=self.env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        out.close()
+        self.procs[name] = start_process(argv, self.env, self.logs / f"{name}.log")
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_processes(self.procs.values(), grace_seconds=20)
 
     def output(self) -> str:
         return "\n".join(f"--- {p.name} ---\n{p.read_text(errors='replace')[-4000:]}" for p in self.logs.glob("*.log"))
