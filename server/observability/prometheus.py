@@ -1,8 +1,8 @@
 """The server's Prometheus endpoint, `GET /metrics`: jobs by state, the queue and its oldest wait, devices
 free and allocated, hosts by status, metric points ingested, and request latency per route.
 
-Job, queue and device numbers are read from the database at scrape time, so every server replica
-reports the same platform-wide values; the ingestion counter and latencies are this process's.
+Job, queue and device numbers and the points stored are read from the database at scrape time, so every
+server process and replica reports the same platform-wide values; request latencies are this process's.
 """
 
 from __future__ import annotations
@@ -11,22 +11,15 @@ import time
 from collections.abc import Iterator
 
 from fastapi import FastAPI, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.models import HOST_STATES, JOB_STATES, Allocation, Device, Host, Job, utcnow
-
-# Counted by the ingestion route; registered in each app's registry.
-POINTS_INGESTED = Counter(
-    "sfumato_metric_points_ingested",
-    "Metric points stored from trainers (re-sent points are not counted again)",
-    registry=None,
-)
+from server.models import HOST_STATES, JOB_STATES, Allocation, Device, Host, Job, MetricBlock, utcnow
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -42,6 +35,7 @@ class PlatformCollector(Collector):
             jobs = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
             oldest = session.scalar(select(func.min(Job.created_at)).where(Job.status == "queued"))
             hosts = dict(session.execute(select(Host.status, func.count()).group_by(Host.status)).all())
+            points = session.scalar(select(func.coalesce(func.sum(MetricBlock.n), 0))) or 0
             held = select(Allocation.device_id).where(Allocation.released_at.is_(None))
             allocated = session.execute(
                 select(Device.device_type, func.count()).where(Device.id.in_(held)).group_by(Device.device_type)
@@ -71,6 +65,11 @@ class PlatformCollector(Collector):
             by_host_state.add_metric([state], hosts.get(state, 0))
         yield by_host_state
         yield devices
+        yield CounterMetricFamily(
+            "sfumato_metric_points_ingested",
+            "Metric points stored from trainers (re-sent points are not counted again)",
+            value=points,
+        )
 
 
 class RequestLatency:
@@ -118,7 +117,6 @@ def route_template(scope: Scope) -> str:
 def install_prometheus(app: FastAPI) -> None:
     """Add `GET /metrics` and the latency middleware; call after `app.state.sessionmaker` is set."""
     registry = CollectorRegistry()
-    registry.register(POINTS_INGESTED)
     registry.register(PlatformCollector(app.state.sessionmaker))
     ProcessCollector(registry=registry)
     latency = Histogram(

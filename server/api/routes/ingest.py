@@ -8,7 +8,6 @@ from fastapi import APIRouter, File, Form, UploadFile, status
 
 from server.api.deps import IngestJob, SessionDep, SettingsDep
 from server.api.orjson_route import OrjsonRoute
-from server.observability.prometheus import POINTS_INGESTED
 from server.schemas.artifacts import ArtifactIn, ArtifactOut
 from server.schemas.common import ErrorBody
 from server.schemas.metrics import MetricBatch, MetricBatchStored
@@ -35,7 +34,6 @@ router = APIRouter(
 @router.post("/{job_id}/metrics", response_model=MetricBatchStored, responses={413: {"model": ErrorBody}})
 def ingest_metrics(job: IngestJob, session: SessionDep, settings: SettingsDep, batch: MetricBatch) -> MetricBatchStored:
     stored, skipped = store_metric_batch(session, job, batch, settings.max_metric_points)
-    POINTS_INGESTED.inc(stored)
     return MetricBatchStored(stored=stored, skipped=skipped)
 
 
