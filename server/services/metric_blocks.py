@@ -36,22 +36,6 @@ def unpack(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=POINT)
 
 
-def figures(points: np.ndarray) -> dict[str, Any]:
-    """A block's figures from its points (sorted by step, at least one)."""
-    values = points["value"]
-    return {
-        "n": len(points),
-        "total": float(values.sum()),
-        "first_step": int(points["step"][0]),
-        "first_wall": float(points["wall"][0]),
-        "last_step": int(points["step"][-1]),
-        "last_value": float(values[-1]),
-        "last_wall": float(points["wall"][-1]),
-        "min_value": float(values.min()),
-        "max_value": float(values.max()),
-    }
-
-
 @dataclass
 class Packed:
     """Blocks ready to write: every block's points and tiles, each kind in one buffer with its size per

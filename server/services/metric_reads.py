@@ -20,7 +20,7 @@ from server.models import MetricBlock
 from server.schemas.metrics import HistoryPoint, MetricSeries, MetricSeriesSet
 from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
-from server.services.metric_blocks import TILE, TILE_STEPS, figures, unpack
+from server.services.metric_blocks import TILE, TILE_STEPS, pack, unpack
 
 
 def metric_keys(session: Session, job_id: int) -> list[str]:
@@ -351,7 +351,7 @@ def key_figures(session: Session, job_id: int, keys: Sequence[str] | None = None
         select(MetricBlock.key, MetricBlock.attempt, MetricBlock.points).where(*where, MetricBlock.last_step >= bound)
     )
     for key, attempt, data in cut:
-        part = figures(_current_points(data, attempt, current))
+        part = {name: column[0] for name, column in pack([_current_points(data, attempt, current)]).figures.items()}
         n, total, maximum, first, last = sums.get(key, [0, 0.0, -math.inf, math.inf, -math.inf])
         sums[key] = [
             n + part["n"],

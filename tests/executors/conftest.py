@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-from tests.trainer.conftest import REPO, sfumato_home, tiny_model_dir, tiny_spec
+from tests.trainer.conftest import REPO, sfumato_home, tiny_model_dir, tiny_spec, torchrun
 
 __all__ = ["REPO", "audit_spec", "sfumato_home", "tiny_model_dir", "torchrun"]
 
@@ -25,33 +20,3 @@ def audit_spec(**sections: dict[str, Any]) -> dict[str, Any]:
     for key, value in sections.items():
         base[key] = {**base.get(key, {}), **value}
     return tiny_spec(**base)
-
-
-def torchrun(
-    tmp_path: Path, home: Path, spec: dict[str, Any], *command: str, timeout: int = 150
-) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc-per-node 2 -m trainer <command> --spec …`` with two gloo ranks."""
-    spec_path = tmp_path / "spec.json"
-    spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "SFUMATO_HOME": str(home)}
-    env.pop("SFUMATO_API_URL", None)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "-m",
-            "trainer",
-            *command,
-            "--spec",
-            str(spec_path),
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,3 +73,32 @@ def write_spec(path: Path, spec: dict[str, Any]) -> Path:
 
 def read_metrics(output_dir: Path) -> list[dict[str, float]]:
     return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def torchrun(
+    tmp_path: Path, home: Path, spec: dict[str, Any], *command: str, timeout: int = 150
+) -> subprocess.CompletedProcess[str]:
+    """``torchrun --nproc-per-node 2 -m trainer <command> --spec …`` with two gloo ranks."""
+    spec_path = write_spec(tmp_path / "spec.json", spec)
+    env = {**os.environ, "SFUMATO_HOME": str(home)}
+    env.pop("SFUMATO_API_URL", None)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "trainer",
+            *command,
+            "--spec",
+            str(spec_path),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.trainer.conftest import REPO, read_metrics, tiny_spec, write_spec
+from tests.trainer.conftest import read_metrics, tiny_spec, torchrun
 from trainer.spec import parse_spec
 
 
@@ -53,14 +50,7 @@ def torchrun_full(tmp_path: Path, sfumato_home: Path, sharding: str) -> tuple[st
         checkpoint={"every": 0},
     )
     out = tmp_path / sharding
-    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
-    env.pop("SFUMATO_API_URL", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "trainer", "run", "--spec", str(write_spec(tmp_path / f"{sharding}.json", spec)),
-         "--output-dir", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=150,
-    )  # fmt: skip
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout, out
 

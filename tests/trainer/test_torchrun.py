@@ -3,43 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.trainer.conftest import REPO, read_metrics, tiny_spec, write_spec
-
-
-def torchrun(tmp_path: Path, sfumato_home: Path, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SFUMATO_HOME": str(sfumato_home)}
-    env.pop("SFUMATO_API_URL", None)
-    spec_path = write_spec(tmp_path / "spec.json", spec)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "-m",
-            "trainer",
-            "run",
-            "--spec",
-            str(spec_path),
-            "--output-dir",
-            str(tmp_path / "out"),
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
+from tests.trainer.conftest import REPO, read_metrics, tiny_spec, torchrun
 
 
 @pytest.mark.slow
@@ -51,7 +19,7 @@ def test_two_gloo_ranks_train_and_print_each_step(tmp_path: Path, sfumato_home: 
         checkpoint={"every": 1},
     )
     out = tmp_path / "out"
-    result = torchrun(tmp_path, sfumato_home, spec)
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 rank(s)" in result.stdout
     assert "step 1/2" in result.stdout and "step 2/2" in result.stdout
@@ -74,7 +42,7 @@ def test_each_family_trains_two_steps_on_two_ranks(
     spec["algorithm"].pop("train_timesteps", None)
     spec["algorithm"].pop("window_size", None)
     spec["resources"]["devices"] = 2
-    result = torchrun(tmp_path, sfumato_home, spec)
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     metrics = read_metrics(tmp_path / "out")
     assert [m["step"] for m in metrics] == [1, 2]
