@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from trainer.models.tiny_t5 import tiny_t5_config
 from trainer.models.tiny_vae import LATENT_CHANNELS, build_colour_vae
 from trainer.models.word_tokenizer import SPECIAL_TOKENS, word_tokenizer
 from trainer.prompts import COLORS, OBJECTS
@@ -147,9 +148,5 @@ def build_tiny_sd3(directory: Path, words: list[str]) -> None:
         clip = CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config(hidden)))
         clip.save_pretrained(directory / f"text_encoder{suffix}")
         tokenizer.save_pretrained(directory / f"tokenizer{suffix}")
-    t5 = T5Config(
-        vocab_size=len(tokenizer), d_model=T5_HIDDEN, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
-        pad_token_id=0, eos_token_id=3, decoder_start_token_id=0,
-    )  # fmt: skip
-    T5EncoderModel(t5).save_pretrained(directory / "text_encoder_3")
+    T5EncoderModel(T5Config(**tiny_t5_config(len(tokenizer), T5_HIDDEN))).save_pretrained(directory / "text_encoder_3")
     tokenizer.save_pretrained(directory / "tokenizer_3")

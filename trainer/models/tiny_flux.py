@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainer.models.tiny_t5 import tiny_t5_config
 from trainer.models.tiny_vae import LATENT_CHANNELS, build_colour_vae
 from trainer.models.word_tokenizer import word_tokenizer
 
@@ -50,17 +51,8 @@ def build_tiny_flux(directory: Path, words: list[str]) -> None:
         eos_token_id=3,
     )
     CLIPTextModel(clip).save_pretrained(directory / "text_encoder")
-    t5 = T5Config(
-        vocab_size=len(tokenizer),
-        d_model=TEXT_HIDDEN,
-        d_kv=8,
-        d_ff=64,
-        num_layers=1,
-        num_heads=4,
-        pad_token_id=0,
-        eos_token_id=3,
-        decoder_start_token_id=0,
+    T5EncoderModel(T5Config(**tiny_t5_config(len(tokenizer), TEXT_HIDDEN))).save_pretrained(
+        directory / "text_encoder_2"
     )
-    T5EncoderModel(t5).save_pretrained(directory / "text_encoder_2")
     tokenizer.save_pretrained(directory / "tokenizer")
     tokenizer.save_pretrained(directory / "tokenizer_2")

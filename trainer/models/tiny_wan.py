@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainer.models.tiny_t5 import tiny_t5_config
 from trainer.models.tiny_vae import LATENT_CHANNELS
 from trainer.models.word_tokenizer import word_tokenizer
 
@@ -55,16 +56,6 @@ def build_tiny_wan(directory: Path, words: list[str]) -> None:
     tokenizer = word_tokenizer(words, MAX_TOKENS)
     WanTransformer3DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     AutoencoderKLWan(**VAE_CONFIG).save_pretrained(directory / "vae")
-    umt5 = UMT5Config(
-        vocab_size=len(tokenizer),
-        d_model=TEXT_HIDDEN,
-        d_kv=8,
-        d_ff=64,
-        num_layers=1,
-        num_heads=4,
-        pad_token_id=0,
-        eos_token_id=3,
-        decoder_start_token_id=0,
-    )
+    umt5 = UMT5Config(**tiny_t5_config(len(tokenizer), TEXT_HIDDEN))
     UMT5EncoderModel(umt5).save_pretrained(directory / "text_encoder")
     tokenizer.save_pretrained(directory / "tokenizer")
