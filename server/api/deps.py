@@ -1,14 +1,16 @@
-"""FastAPI dependencies: settings, a database session, and who is calling (user or trainer)."""
+"""FastAPI dependencies: settings, a database session, and who is calling (user or trainer); and the one-trip
+way of running a read as the caller (`run_as_caller`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from server.config import Settings
 from server.models import Job
@@ -23,6 +25,9 @@ job_bearer = HTTPBearer(scheme_name="JobToken", description="the per-job trainer
 JobId = Annotated[int, Path(ge=1, le=MAX_INT32, description="job id")]
 SampleId = Annotated[int, Path(ge=1, le=MAX_INT32, description="sample id")]
 Bearer = HTTPAuthorizationCredentials | None
+UserCredentials = Annotated[Bearer, Depends(user_bearer)]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def get_settings(request: Request) -> Settings:
@@ -48,8 +53,44 @@ def _token(credentials: Bearer) -> str:
     return credentials.credentials
 
 
-def current_caller(session: SessionDep, credentials: Annotated[Bearer, Depends(user_bearer)]) -> Caller:
+def current_caller(session: SessionDep, credentials: UserCredentials) -> Caller:
     return authenticate_api_token(session, _token(credentials))
+
+
+async def run_identified(
+    request: Request,
+    identify: Callable[[Session], Caller],
+    work: Callable[Concatenate[Session, Caller, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """`work(session, identify(session), ...)` in one trip to the thread pool: open a session, find the caller,
+    work, close. The session autocommits (app.state.read_sessionmaker): for reads, and writes of one statement.
+
+    For the reads dashboards and scripts poll most (`async` routes). FastAPI runs each sync dependency, the
+    endpoint and the response check in a trip of their own, about 0.3 ms of CPU each on a 2-core machine:
+    five for a read declared with SessionDep and CallerDep."""
+
+    def in_session() -> T:
+        session: Session = request.app.state.read_sessionmaker()
+        try:
+            return work(session, identify(session), *args, **kwargs)
+        finally:
+            session.close()
+
+    return await run_in_threadpool(in_session)
+
+
+async def run_as_caller(
+    request: Request,
+    credentials: Bearer,
+    work: Callable[Concatenate[Session, Caller, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """run_identified for a route taking UserCredentials: the caller of the API token."""
+    token = _token(credentials)
+    return await run_identified(request, lambda session: authenticate_api_token(session, token), work, *args, **kwargs)
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]

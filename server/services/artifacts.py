@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
@@ -12,6 +11,7 @@ from server.models import Artifact, Job
 from server.schemas.artifacts import ArtifactIn, ArtifactList, ArtifactOut
 from server.services.artifact_store import confined, job_folder
 from server.services.errors import Conflict
+from server.services.sql_text import column_types, rows_as_dicts, select_text
 
 
 def _size(path: Path) -> int | None:
@@ -43,6 +43,13 @@ def register_artifact(session: Session, settings: Settings, job: Job, body: Arti
     return ArtifactOut.model_validate(artifact)
 
 
+_FIELDS = tuple(ArtifactOut.model_fields)
+_LIST = select_text(
+    f"SELECT {', '.join(_FIELDS)} FROM artifacts WHERE job_id = :job_id ORDER BY id",
+    **column_types(Artifact.__table__, *_FIELDS),
+)
+
+
 def list_artifacts(session: Session, job_id: int) -> ArtifactList:
-    rows = session.scalars(select(Artifact).where(Artifact.job_id == job_id).order_by(Artifact.id)).all()
-    return ArtifactList(items=[ArtifactOut.model_validate(a) for a in rows])
+    """Oldest first (the job page lists them on every load: one statement written once)."""
+    return ArtifactList.model_validate({"items": rows_as_dicts(session.execute(_LIST, {"job_id": job_id}))})

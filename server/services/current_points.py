@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import case, select, text
+from sqlalchemy import Integer, case, text
 from sqlalchemy.orm import Session
 
-from server.models import MetricAttempt
+from server.services.sql_text import select_text
 
 NEVER = 2**31 - 1  # a step no attempt reaches: "current to the end"
 
@@ -43,12 +43,14 @@ class CurrentPoints:
         return case(cutoffs, value=attempt_column, else_=NEVER) if cutoffs else NEVER
 
 
+_FIRST_STEPS = select_text(
+    "SELECT attempt, first_step FROM metric_attempts WHERE job_id = :job_id", attempt=Integer, first_step=Integer
+)
+
+
 def current_points(session: Session, job_id: int) -> CurrentPoints:
     """The job's cutoffs, from its attempts' first steps (one row per attempt)."""
-    rows = session.execute(
-        select(MetricAttempt.attempt, MetricAttempt.first_step).where(MetricAttempt.job_id == job_id)
-    )
-    return CurrentPoints({attempt: first for attempt, first in rows})
+    return CurrentPoints({attempt: first for attempt, first in session.execute(_FIRST_STEPS, {"job_id": job_id})})
 
 
 # The same statement on PostgreSQL and SQLite, built once.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import LargeBinary, case, func, literal, select, text, union_all
+from sqlalchemy import Float, Integer, LargeBinary, String, case, func, literal, select, text, union_all
 from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
@@ -21,6 +21,7 @@ from server.schemas.metrics import HistoryPoint, MetricSeries, MetricSeriesSet
 from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
 from server.services.metric_blocks import TILE, TILE_STEPS, pack, unpack
+from server.services.sql_text import select_text
 
 
 def metric_keys(session: Session, job_id: int) -> list[str]:
@@ -242,16 +243,19 @@ _LATEST = (
     "   WHERE c.attempt = m.attempt), 2147483647)"
     "  ORDER BY m.attempt DESC, m.block DESC LIMIT 1) b"
 )
-_LATEST_OF_ALL_KEYS = text(_KEYS_CTE + _LATEST.format(keys="k") + " WHERE k.key IS NOT NULL")
-_LATEST_OF_KEYS = text(_LATEST.format(keys="unnest(CAST(:keys AS varchar[])) AS k(key)"))
+_LATEST_COLUMNS = {"key": String, "attempt": Integer, "last_step": Integer, "last_value": Float, "last_wall": Float}
+_LATEST_OF_ALL_KEYS = select_text(_KEYS_CTE + _LATEST.format(keys="k") + " WHERE k.key IS NOT NULL", **_LATEST_COLUMNS)
+_LATEST_OF_KEYS = select_text(_LATEST.format(keys="unnest(CAST(:keys AS varchar[])) AS k(key)"), **_LATEST_COLUMNS)
 
 
-def latest_points(session: Session, job_id: int, keys: Sequence[str] | None = None) -> dict[str, Point]:
+def latest_points(
+    session: Session, job_id: int, keys: Sequence[str] | None = None, current: CurrentPoints | None = None
+) -> dict[str, Point]:
     """The last current point of each of `keys` (every key of the job when None), in key order: a backward
-    primary-key probe per key, in one statement."""
+    primary-key probe per key, in one statement. `current`: the job's current_points, when already read."""
     if keys is not None and not keys:
         return {}
-    current = current_points(session, job_id)
+    current = current or current_points(session, job_id)
     if session.get_bind().dialect.name == "postgresql":
         cutoffs = current.cutoffs
         params = {"job_id": job_id, "attempts": list(cutoffs), "cuts": list(cutoffs.values())}

@@ -6,14 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from pydantic import TypeAdapter
+from sqlalchemy import Integer, select
 from sqlalchemy.orm import Session, joinedload
 
 from server.models import Job, LogLine, Sample
+from server.schemas.logs import LogLineOut
 from server.services.auth import Caller
-from server.services.current_points import current_points
+from server.services.current_points import CurrentPoints, current_points
 from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
+from server.services.sql_text import column_types, rows_as_dicts, select_text
 
 
 def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> list[Job]:
@@ -34,10 +37,18 @@ def queue(session: Session, caller: Caller) -> Sequence[Job]:
     return session.scalars(stmt).all()
 
 
-def log_tail(session: Session, job_id: int, limit: int = 500) -> list[LogLine]:
+_LOG_FIELDS = tuple(LogLineOut.model_fields)
+_LOG_TAIL = select_text(
+    f"SELECT {', '.join(_LOG_FIELDS)} FROM log_lines WHERE job_id = :job_id ORDER BY id DESC LIMIT :limit",
+    **column_types(LogLine.__table__, *_LOG_FIELDS),
+)
+_LOG_LINES = TypeAdapter(list[LogLineOut])
+
+
+def log_tail(session: Session, job_id: int, limit: int = 500) -> list[LogLineOut]:
     """The last `limit` log lines, oldest first (following continues with services.logs.read_logs)."""
-    stmt = select(LogLine).where(LogLine.job_id == job_id).order_by(LogLine.id.desc()).limit(limit)
-    return list(reversed(session.scalars(stmt).all()))
+    newest_first = rows_as_dicts(session.execute(_LOG_TAIL, {"job_id": job_id, "limit": limit}))
+    return _LOG_LINES.validate_python(newest_first[::-1])
 
 
 @dataclass
@@ -78,6 +89,20 @@ def sample_steps(session: Session, job_id: int, kind: str = "eval") -> list[int]
     current = current_points(session, job_id)
     stmt = select(Sample.step, Sample.attempt).where(Sample.job_id == job_id, Sample.kind == kind).distinct()
     return sorted({step for step, attempt in session.execute(stmt) if current.is_current(attempt, step)})
+
+
+# Per attempt, its first eval sample: an attempt has a current sample if and only if its first one is.
+_FIRST_SAMPLES = select_text(
+    "SELECT attempt, min(step) FROM samples WHERE job_id = :job_id AND kind = 'eval' GROUP BY attempt",
+    attempt=Integer,
+    first_step=Integer,
+)
+
+
+def has_current_samples(session: Session, job_id: int, current: CurrentPoints) -> bool:
+    """Whether the gallery has anything to show: an eval sample no later attempt superseded."""
+    rows = session.execute(_FIRST_SAMPLES, {"job_id": job_id})
+    return any(current.is_current(attempt, first_step) for attempt, first_step in rows)
 
 
 def samples_at(session: Session, job_id: int, steps: Sequence[int], kind: str = "eval") -> list[Sample]:

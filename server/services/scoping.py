@@ -1,6 +1,6 @@
 """Team scoping and roles, in one place: what a caller sees and what they may change.
 
-Every read of a job or of anything hanging off a job goes through `scope_jobs` or
+Every read of a job or of anything hanging off a job goes through `scope_jobs`, `VISIBLE_JOB` or
 `get_visible_job`. A caller sees the jobs of their teams and the jobs they submitted (even if
 the team is gone); server admins see everything. Any other job is reported as not found,
 never as forbidden, so its existence does not leak. Teams work the same way (`visible_team`).
@@ -46,6 +46,14 @@ def scope_jobs(stmt: S, caller: Caller) -> S:
     if caller.is_admin:
         return stmt
     return stmt.where(or_(Job.team_id.in_(caller.team_ids), Job.owner_id == caller.user_id))
+
+
+# The same rule for statements written as SQL over `jobs j`, with visibility(caller) as its bind values.
+VISIBLE_JOB = "(:is_admin OR j.team_id IN :team_ids OR j.owner_id = :user_id)"
+
+
+def visibility(caller: Caller) -> dict[str, Any]:
+    return {"is_admin": caller.is_admin, "team_ids": list(caller.team_ids), "user_id": caller.user_id}
 
 
 def get_visible_job(session: Session, caller: Caller, job_id: int) -> Job:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from server_harness import Harness
+from sqlalchemy import delete, select
+
+from server.models import Membership, User
 
 
 def test_list_filters_by_status_executor_algorithm_and_name(harness: Harness) -> None:
@@ -29,6 +32,23 @@ def test_name_filter_treats_percent_literally(harness: Harness) -> None:
     harness.submit_ok({"name": "plain"})
     page = harness.client.get("/api/v1/jobs", headers=harness.admin, params={"name": "%"}).json()
     assert page["total"] == 0
+
+
+def test_a_page_past_the_end_is_empty_and_still_counts_every_match(harness: Harness) -> None:
+    for i in range(3):
+        harness.submit_ok({"name": f"job-{i}"})
+    page = harness.client.get("/api/v1/jobs", headers=harness.admin, params={"offset": 5}).json()
+    assert (page["items"], page["total"]) == ([], 3)
+
+
+def test_name_filter_treats_underscore_and_slash_literally(harness: Harness) -> None:
+    harness.submit_ok({"name": "a_b/c"})
+    harness.submit_ok({"name": "axb/c"})
+    names = [
+        j["name"]
+        for j in harness.client.get("/api/v1/jobs", headers=harness.admin, params={"name": "A_B/"}).json()["items"]
+    ]
+    assert names == ["a_b/c"]
 
 
 def test_unknown_status_filter_is_422(harness: Harness) -> None:
@@ -72,6 +92,21 @@ def test_other_teams_job_cancel_is_404_and_changes_nothing(harness: Harness, oth
 def test_other_teams_jobs_are_not_listed(harness: Harness, other_team_job: int) -> None:
     outsider = harness.add_user("dan", "audio")
     assert harness.client.get("/api/v1/jobs", headers=outsider).json()["total"] == 0
+
+
+def test_a_user_in_no_team_still_sees_the_jobs_they_submitted(harness: Harness, other_team_job: int) -> None:
+    ana = harness.add_user("ana", "audio")
+    mine = harness.submit_ok({"name": "mine"}, ana)
+    with harness.session() as session:
+        session.execute(
+            delete(Membership).where(
+                Membership.user_id == select(User.id).where(User.username == "ana").scalar_subquery()
+            )
+        )
+        session.commit()
+    assert [j["id"] for j in harness.client.get("/api/v1/jobs", headers=ana).json()["items"]] == [mine]
+    assert harness.client.get(f"/api/v1/jobs/{mine}", headers=ana).status_code == 200
+    assert harness.client.get(f"/api/v1/jobs/{other_team_job}", headers=ana).status_code == 404
 
 
 def test_team_members_see_each_others_jobs(harness: Harness, other_team_job: int) -> None:

@@ -13,7 +13,7 @@ from server.api.deps import get_session
 from server.models import Job, Sample
 from server.services import pages
 from server.services.auth import Caller
-from server.services.jobs import JobFilters, list_jobs
+from server.services.job_reads import JobFilters, list_jobs
 from trainer.spec import bound_speedup
 from web.pages.deps import page_caller
 from web.pages.gallery import pick

@@ -9,11 +9,9 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
 from server.api.deps import JobId, get_session
-from server.models import Job, User
-from server.schemas.jobs import JobDetail
-from server.services.auth import Caller, caller_for_user
+from server.models import Job
+from server.services.auth import Caller, caller_for_user_id
 from server.services.errors import NotFound
-from server.services.jobs import job_detail
 from server.services.scoping import get_visible_job
 from web.pages.session import read_session
 
@@ -27,22 +25,26 @@ class PageNotFound(Exception):
 
 
 def page_caller(request: Request, session: Session = Depends(get_session)) -> Caller:
-    """The logged-in user as the services see them; otherwise a redirect to the login page.
+    """The logged-in user as the services see them; otherwise a redirect to the login page."""
+    return caller_of_session(request, session)
 
-    htmx requests get 401 with HX-Redirect instead, so a poll never swaps the login page into a table.
-    """
+
+def caller_of_session(request: Request, session: Session) -> Caller:
+    """The session cookie's user (also shown in the page header), in one statement; a user who logged out
+    everywhere or changed password since the cookie was issued is logged out. No user: a redirect to the
+    login page, or 401 with HX-Redirect for htmx requests, so a poll never swaps the login page into a table."""
     ps = read_session(request)
-    user = session.get(User, ps.user_id) if ps.user_id is not None else None
-    if user is not None and user.session_generation != ps.generation:
-        user = None  # the user logged out (everywhere) or changed password since this cookie was issued
-    if user is None:
+    caller = None
+    if ps.user_id is not None:
+        caller = caller_for_user_id(session, ps.user_id, can_write=ps.can_write, generation=ps.generation)
+    if caller is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         login = f"/login?next={quote(target, safe='')}"
         if request.headers.get("hx-request"):
             raise HTTPException(status_code=401, detail="login required", headers={"HX-Redirect": login})
         raise HTTPException(status_code=303, detail="login required", headers={"Location": login})
-    request.state.user = user
-    return caller_for_user(session, user, can_write=ps.can_write)
+    request.state.user = caller
+    return caller
 
 
 async def require_csrf(request: Request) -> None:
@@ -61,15 +63,5 @@ def page_job(job_id: JobId, caller: Caller = Depends(page_caller), session: Sess
     """The path's job if the caller's teams may see it (services.scoping); else the 404 page."""
     try:
         return get_visible_job(session, caller, job_id)
-    except NotFound:
-        raise PageNotFound(f"job #{job_id}") from None
-
-
-def page_job_detail(
-    job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
-) -> JobDetail:
-    """The path's job as services.jobs.job_detail shows it (spec, events, allocations); else the 404 page."""
-    try:
-        return job_detail(session, caller, job_id)
     except NotFound:
         raise PageNotFound(f"job #{job_id}") from None

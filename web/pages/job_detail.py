@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, get_session
+from server.api.deps import JobId, get_session, run_identified
 from server.models import TERMINAL_STATES, Job
 from server.schemas.jobs import JobDetail
 from server.services import pages
 from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
+from server.services.current_points import current_points
 from server.services.errors import NotFound, ServiceError
+from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import latest_points, metric_keys, metric_series, points_after
 from server.services.scoping import get_visible_job
-from web.pages.deps import page_caller, page_job, page_job_detail, require_csrf
+from web.pages.deps import PageNotFound, caller_of_session, page_caller, page_job, require_csrf
 from web.pages.render import error_page, not_found, render
 
 router = APIRouter()
@@ -68,27 +71,43 @@ def _header_context(job: JobDetail) -> dict[str, Any]:
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job_page(
-    request: Request, job: JobDetail = Depends(page_job_detail), session: Session = Depends(get_session)
-) -> HTMLResponse:
+async def job_page(request: Request, job_id: JobId) -> HTMLResponse:
+    return await run_identified(request, partial(caller_of_session, request), _job_page, request, job_id)
+
+
+def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
+    job = _visible_detail(session, caller, job_id)
     lines = pages.log_tail(session, job.id)
+    current = current_points(session, job.id)
     context = _header_context(job)
     context.update(
         section="jobs",
         charts=CHARTS,
-        latest=latest_points(session, job.id),
+        latest=latest_points(session, job.id, current=current),
         logs=lines,
         last_log_id=lines[-1].id if lines else 0,
         artifacts=list_artifacts(session, job.id).items,
-        has_samples=bool(pages.sample_steps(session, job.id)),
+        has_samples=pages.has_current_samples(session, job.id, current),
     )
     return render(request, "job.html", context)
 
 
 @router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
-def job_header(request: Request, job: JobDetail = Depends(page_job_detail)) -> HTMLResponse:
+async def job_header(request: Request, job_id: JobId) -> HTMLResponse:
     """The header alone, polled while the job is active; the poll stops once it has finished."""
-    return render(request, "partials/job_header.html", _header_context(job))
+    return await run_identified(request, partial(caller_of_session, request), _job_header, request, job_id)
+
+
+def _job_header(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
+    return render(request, "partials/job_header.html", _header_context(_visible_detail(session, caller, job_id)))
+
+
+def _visible_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
+    """The path's job as services.job_reads.job_detail shows it (spec, events, allocations); else the 404 page."""
+    try:
+        return job_detail(session, caller, job_id)
+    except NotFound:
+        raise PageNotFound(f"job #{job_id}") from None
 
 
 @router.get("/jobs/{job_id}/logs", response_class=HTMLResponse)

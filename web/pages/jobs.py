@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session
 from server.models import JOB_STATES
 from server.services.auth import Caller
-from server.services.jobs import JobFilters, list_jobs
+from server.services.job_reads import JobFilters, list_jobs
 from trainer.spec import ALGORITHMS, EXECUTORS
 from web.pages.deps import page_caller
 from web.pages.render import render

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
@@ -73,7 +73,11 @@ def elapsed(job: Any) -> float | None:
 
 
 templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp)
-templates.env.filters["json_pretty"] = lambda value: json.dumps(value, indent=2)
+templates.env.filters["json_pretty"] = lambda value: orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+# `tojson` through orjson (Jinja still makes the result safe inside HTML): the standard library's encoder was
+# a third of a job page's rendering time.
+templates.env.policies["json.dumps_function"] = lambda value: orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+templates.env.policies["json.dumps_kwargs"] = {}
 templates.env.globals["elapsed"] = elapsed
 
 

@@ -17,7 +17,8 @@ from server.api.deps import get_session, get_settings
 from server.config import Settings
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound, ServiceError
-from server.services.jobs import job_detail, submit_job
+from server.services.job_reads import job_detail
+from server.services.jobs import submit_job
 from web.pages.deps import page_caller, require_csrf
 from web.pages.render import render
 from web.pages.spec_form import build_sections, default_values, flatten, form_to_spec

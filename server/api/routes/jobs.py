@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from server.api.deps import CallerDep, JobId, SessionDep, SettingsDep, WriterDep, json_body
+from server.api.deps import JobId, SessionDep, SettingsDep, UserCredentials, WriterDep, json_body, run_as_caller
 from server.schemas.common import ErrorBody
 from server.schemas.jobs import JobDetail, JobPage
-from server.services import jobs
+from server.services import job_reads, jobs
 
 router = APIRouter(tags=["jobs"])
 
@@ -43,9 +43,9 @@ def submit_job(
 
 
 @router.get("/jobs", response_model=JobPage)
-def list_jobs(
-    session: SessionDep,
-    caller: CallerDep,
+async def list_jobs(
+    request: Request,
+    credentials: UserCredentials,
     status: Annotated[str | None, Query(description="one status or several, comma-separated")] = None,
     executor: Annotated[str | None, Query(max_length=40)] = None,
     algorithm: Annotated[str | None, Query(max_length=40)] = None,
@@ -53,13 +53,13 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> JobPage:
-    filters = jobs.parse_filters(status, executor, algorithm, name)
-    return jobs.list_jobs(session, caller, filters, limit, offset)
+    filters = job_reads.parse_filters(status, executor, algorithm, name)
+    return await run_as_caller(request, credentials, job_reads.list_jobs, filters, limit, offset)
 
 
 @router.get("/jobs/{job_id}", response_model=JobDetail, responses={404: {"model": ErrorBody}})
-def get_job(job_id: JobId, session: SessionDep, caller: CallerDep) -> JobDetail:
-    return jobs.job_detail(session, caller, job_id)
+async def get_job(request: Request, job_id: JobId, credentials: UserCredentials) -> JobDetail:
+    return await run_as_caller(request, credentials, job_reads.job_detail, job_id)
 
 
 @router.post(
