@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = sessionmaker(bind=engine, expire_on_commit=False)
-    # For the hot reads (server.api.deps.run_identified): no transaction to begin and roll back, two round
+    # For the hot reads (server.api.deps.in_one_trip): no transaction to begin and roll back, two round
     # trips fewer; each statement reads what is committed when it runs.
     app.state.read_sessionmaker = sessionmaker(
         bind=engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False

@@ -1,5 +1,5 @@
 """FastAPI dependencies: settings, a database session, and who is calling (user or trainer); and the one-trip
-way of running a read as the caller (`run_as_caller`)."""
+way of running the calls made most (`in_one_trip`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 import orjson
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from server.config import Settings
@@ -26,11 +26,14 @@ JobId = Annotated[int, Path(ge=1, le=MAX_INT32, description="job id")]
 SampleId = Annotated[int, Path(ge=1, le=MAX_INT32, description="sample id")]
 Bearer = HTTPAuthorizationCredentials | None
 UserCredentials = Annotated[Bearer, Depends(user_bearer)]
+JobCredentials = Annotated[Bearer, Depends(job_bearer)]
 P = ParamSpec("P")
 T = TypeVar("T")
+Who = TypeVar("Who")
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
+    """Async, so FastAPI calls it in the event loop instead of a trip to the thread pool."""
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
@@ -57,22 +60,22 @@ def current_caller(session: SessionDep, credentials: UserCredentials) -> Caller:
     return authenticate_api_token(session, _token(credentials))
 
 
-async def run_identified(
-    request: Request,
-    identify: Callable[[Session], Caller],
-    work: Callable[Concatenate[Session, Caller, P], T],
+async def in_one_trip(
+    sessions: sessionmaker[Session],
+    identify: Callable[[Session], Who],
+    work: Callable[Concatenate[Session, Who, P], T],
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """`work(session, identify(session), ...)` in one trip to the thread pool: open a session, find the caller,
-    work, close. The session autocommits (app.state.read_sessionmaker): for reads, and writes of one statement.
+    """`work(session, identify(session), ...)` in one trip to the thread pool: open a session, find who is
+    calling, work, close.
 
-    For the reads dashboards and scripts poll most (`async` routes). FastAPI runs each sync dependency, the
-    endpoint and the response check in a trip of their own, about 0.3 ms of CPU each on a 2-core machine:
-    five for a read declared with SessionDep and CallerDep."""
+    For the calls made most: the reads dashboards and scripts poll and the trainers' metric batches (`async`
+    routes). FastAPI runs each sync dependency, the endpoint and the response check in a trip of their own,
+    about 0.3 ms of CPU each on a 2-core machine: five for a route declared with SessionDep and CallerDep."""
 
     def in_session() -> T:
-        session: Session = request.app.state.read_sessionmaker()
+        session = sessions()
         try:
             return work(session, identify(session), *args, **kwargs)
         finally:
@@ -88,9 +91,27 @@ async def run_as_caller(
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """run_identified for a route taking UserCredentials: the caller of the API token."""
+    """A read in one trip for a route taking UserCredentials, as the API token's caller, in a session that
+    autocommits (app.state.read_sessionmaker)."""
     token = _token(credentials)
-    return await run_identified(request, lambda session: authenticate_api_token(session, token), work, *args, **kwargs)
+    sessions = request.app.state.read_sessionmaker
+    return await in_one_trip(sessions, lambda session: authenticate_api_token(session, token), work, *args, **kwargs)
+
+
+async def run_as_trainer(
+    request: Request,
+    credentials: Bearer,
+    job_id: int,
+    work: Callable[Concatenate[Session, Job, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """Ingestion in one trip for a route taking JobCredentials: `work` gets the job the token writes to."""
+    token = _token(credentials)
+    sessions = request.app.state.sessionmaker
+    return await in_one_trip(
+        sessions, lambda session: authenticate_job_token(session, token, job_id), work, *args, **kwargs
+    )
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]
@@ -114,7 +135,7 @@ def visible_job(job_id: JobId, session: SessionDep, caller: CallerDep) -> Job:
 VisibleJob = Annotated[Job, Depends(visible_job)]
 
 
-def ingest_job(job_id: JobId, session: SessionDep, credentials: Annotated[Bearer, Depends(job_bearer)]) -> Job:
+def ingest_job(job_id: JobId, session: SessionDep, credentials: JobCredentials) -> Job:
     return authenticate_job_token(session, _token(credentials), job_id)
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from server.api.deps import JobId, get_session, run_identified
+from server.api.deps import JobId, get_session, in_one_trip
 from server.models import TERMINAL_STATES, Job
 from server.schemas.jobs import JobDetail
 from server.services import pages
@@ -72,7 +72,11 @@ def _header_context(job: JobDetail) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(request: Request, job_id: JobId) -> HTMLResponse:
-    return await run_identified(request, partial(caller_of_session, request), _job_page, request, job_id)
+    return await in_one_trip(_reads(request), partial(caller_of_session, request), _job_page, request, job_id)
+
+
+def _reads(request: Request) -> sessionmaker[Session]:
+    return request.app.state.read_sessionmaker  # type: ignore[no-any-return]
 
 
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
@@ -95,7 +99,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
 @router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
 async def job_header(request: Request, job_id: JobId) -> HTMLResponse:
     """The header alone, polled while the job is active; the poll stops once it has finished."""
-    return await run_identified(request, partial(caller_of_session, request), _job_header, request, job_id)
+    return await in_one_trip(_reads(request), partial(caller_of_session, request), _job_header, request, job_id)
 
 
 def _job_header(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
