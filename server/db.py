@@ -69,12 +69,15 @@ def session_scope() -> Iterator[Session]:
 
 
 @contextmanager
-def scratch_postgres_database(server_url: str, prefix: str = "sfumato_scratch") -> Iterator[str]:
-    """A new, empty PostgreSQL database on `server_url`, dropped afterwards: for tests and benchmarks."""
+def scratch_postgres_database(
+    server_url: str, prefix: str = "sfumato_scratch", template: str | None = None
+) -> Iterator[str]:
+    """A new PostgreSQL database on `server_url`, dropped afterwards: for tests and benchmarks. Empty, or a
+    copy of the database named `template` (which nobody may be connected to)."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     try:
         yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
     finally:

@@ -10,9 +10,9 @@ from server_harness import Harness, bearer
 
 
 @pytest.fixture
-def database_url(sqlite_url: str) -> str:
+def migrated_database_url(migrated_sqlite_url: str) -> str:
     """SQLite only: HTTP-level behaviour: the database engine plays no part."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def test_health_needs_no_token(harness: Harness) -> None:

@@ -9,9 +9,9 @@ from server_harness import Harness, Headers, Response, png_bytes
 
 
 @pytest.fixture
-def database_url(sqlite_url: str) -> str:
+def migrated_database_url(migrated_sqlite_url: str) -> str:
     """SQLite only: image checks and files on disk: the database engine plays no part."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def _upload(harness: Harness, job_id: int, token: Headers, image: bytes, **fields: Any) -> Response:

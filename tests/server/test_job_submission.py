@@ -10,9 +10,9 @@ from server_harness import Harness
 
 
 @pytest.fixture
-def database_url(sqlite_url: str) -> str:
+def migrated_database_url(migrated_sqlite_url: str) -> str:
     """SQLite only: spec validation happens before any SQL that differs between databases."""
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def test_valid_spec_is_queued_in_the_callers_team(harness: Harness) -> None:

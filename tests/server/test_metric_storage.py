@@ -29,9 +29,8 @@ SPIKE_UP, SPIKE_DOWN = 1234, 2345
 
 
 @pytest.fixture
-def session(database_url: str) -> Iterator[Session]:
-    upgrade(database_url)
-    engine = create_engine(database_url)
+def session(migrated_database_url: str) -> Iterator[Session]:
+    engine = create_engine(migrated_database_url)
     with Session(engine, expire_on_commit=False) as s:
         yield s
     engine.dispose()

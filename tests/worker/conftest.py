@@ -1,4 +1,4 @@
-"""A migrated database (SQLite and PostgreSQL) and builders for hosts and jobs."""
+"""A migrated database (SQLite and PostgreSQL, tests/conftest.py) and builders for hosts and jobs."""
 
 from __future__ import annotations
 
@@ -10,15 +10,13 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.db import make_engine
-from server.migrate import upgrade
 from server.models import Host, Job, utcnow
 from server.services.hosts import DeviceInfo, register_host
 
 
 @pytest.fixture
-def factory(database_url: str) -> Iterator[sessionmaker[Session]]:
-    upgrade(database_url)
-    engine = make_engine(database_url)
+def factory(migrated_database_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(migrated_database_url)
     yield sessionmaker(bind=engine, expire_on_commit=False)
     engine.dispose()
 

@@ -23,9 +23,11 @@ AddJob = Callable[..., Job]
 
 
 @pytest.fixture
-def api(factory: sessionmaker[Session], database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, dict, dict]]:
+def api(
+    factory: sessionmaker[Session], migrated_database_url: str, tmp_path: Path
+) -> Iterator[tuple[TestClient, dict, dict]]:
     """The real app on the test database, with an admin's and a plain member's bearer headers."""
-    settings = Settings(home=tmp_path / "home", database_url=database_url, admin_token="sfu_admin-token")
+    settings = Settings(home=tmp_path / "home", database_url=migrated_database_url, admin_token="sfu_admin-token")
     with factory() as session:
         ensure_admin(session, settings)
     with factory.begin() as session:
