@@ -1,14 +1,18 @@
-"""Dependencies of the page routes: the logged-in caller (from the session cookie) and the CSRF check."""
+"""Dependencies of the page routes: the logged-in caller (from the session cookie) and the CSRF check; and the
+one-trip way of running the reads pages poll most (`run_as_page_caller`)."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
+from functools import partial
+from typing import Concatenate
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, get_session
+from server.api.deps import JobId, P, T, get_session, in_one_trip
 from server.models import Job
 from server.services.auth import Caller, caller_for_user_id
 from server.services.errors import NotFound
@@ -47,6 +51,15 @@ def caller_of_session(request: Request, session: Session) -> Caller:
     return caller
 
 
+async def run_as_page_caller(
+    request: Request, work: Callable[Concatenate[Session, Caller, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """A read in one trip to the thread pool (server.api.deps.in_one_trip) as the session cookie's user, for
+    the pages polled most."""
+    identify = partial(caller_of_session, request)
+    return await in_one_trip(request.app.state.read_sessionmaker, identify, work, *args, **kwargs)
+
+
 async def require_csrf(request: Request) -> None:
     """Refuse a state-changing request unless its X-CSRF-Token header or csrf_token field is the session's token."""
     ps = read_session(request)
@@ -61,6 +74,10 @@ async def require_csrf(request: Request) -> None:
 
 def page_job(job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)) -> Job:
     """The path's job if the caller's teams may see it (services.scoping); else the 404 page."""
+    return visible_page_job(session, caller, job_id)
+
+
+def visible_page_job(session: Session, caller: Caller, job_id: int) -> Job:
     try:
         return get_visible_job(session, caller, job_id)
     except NotFound:

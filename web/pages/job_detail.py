@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, get_session, in_one_trip
-from server.models import TERMINAL_STATES, Job
+from server.api.deps import JobId, get_session
+from server.models import TERMINAL_STATES
 from server.schemas.jobs import JobDetail
 from server.services import pages
 from server.services.artifacts import list_artifacts
@@ -22,7 +21,7 @@ from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import latest_points, metric_keys, metric_series, points_after
 from server.services.scoping import get_visible_job
-from web.pages.deps import PageNotFound, caller_of_session, page_caller, page_job, require_csrf
+from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.render import error_page, not_found, render
 
 router = APIRouter()
@@ -72,11 +71,7 @@ def _header_context(job: JobDetail) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(request: Request, job_id: JobId) -> HTMLResponse:
-    return await in_one_trip(_reads(request), partial(caller_of_session, request), _job_page, request, job_id)
-
-
-def _reads(request: Request) -> sessionmaker[Session]:
-    return request.app.state.read_sessionmaker  # type: ignore[no-any-return]
+    return await run_as_page_caller(request, _job_page, request, job_id)
 
 
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
@@ -99,7 +94,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
 @router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
 async def job_header(request: Request, job_id: JobId) -> HTMLResponse:
     """The header alone, polled while the job is active; the poll stops once it has finished."""
-    return await in_one_trip(_reads(request), partial(caller_of_session, request), _job_header, request, job_id)
+    return await run_as_page_caller(request, _job_header, request, job_id)
 
 
 def _job_header(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
@@ -115,10 +110,13 @@ def _visible_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
 
 
 @router.get("/jobs/{job_id}/logs", response_class=HTMLResponse)
-def job_logs(
-    request: Request, after: int = 0, job: Job = Depends(page_job), session: Session = Depends(get_session)
-) -> HTMLResponse:
+async def job_logs(request: Request, job_id: JobId, after: int = 0) -> HTMLResponse:
     """Log lines after `after`, then the next poller (none once the job has finished and nothing came)."""
+    return await run_as_page_caller(request, _job_logs, request, job_id, after)
+
+
+def _job_logs(session: Session, caller: Caller, request: Request, job_id: int, after: int) -> HTMLResponse:
+    job = visible_page_job(session, caller, job_id)
     page = read_logs(session, job.id, offset=after)
     live = job.status not in TERMINAL_STATES or bool(page.lines)
     context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live, "fragment": True}
@@ -126,18 +124,30 @@ def job_logs(
 
 
 @router.get("/jobs/{job_id}/metrics.json")
-def job_metrics(
+async def job_metrics(
+    request: Request,
     job_id: JobId,
     keys: str = "",
     prefixes: str = "",
     max_points: int = Query(1000, ge=10, le=20000),
     after_step: int | None = None,
     walls: bool = False,
-    caller: Caller = Depends(page_caller),
-    session: Session = Depends(get_session),
 ) -> Response:
     """Chart data for the pages (session cookie): series downsampled by the metrics service to about the
     chart's width, or the raw points after `after_step` for live appends. `walls` adds wall-clock times."""
+    return await run_as_page_caller(request, _job_metrics, job_id, keys, prefixes, max_points, after_step, walls)
+
+
+def _job_metrics(
+    session: Session,
+    caller: Caller,
+    job_id: int,
+    keys: str,
+    prefixes: str,
+    max_points: int,
+    after_step: int | None,
+    walls: bool,
+) -> Response:
     try:
         job = get_visible_job(session, caller, job_id)
     except NotFound:
