@@ -255,7 +255,8 @@ def latest_points(
     primary-key probe per key, in one statement. `current`: the job's current_points, when already read."""
     if keys is not None and not keys:
         return {}
-    current = current or current_points(session, job_id)
+    if current is None:
+        current = current_points(session, job_id)
     if session.get_bind().dialect.name == "postgresql":
         cutoffs = current.cutoffs
         params = {"job_id": job_id, "attempts": list(cutoffs), "cuts": list(cutoffs.values())}

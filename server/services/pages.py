@@ -93,7 +93,7 @@ def sample_steps(session: Session, job_id: int, kind: str = "eval") -> list[int]
 
 # Per attempt, its first eval sample: an attempt has a current sample if and only if its first one is.
 _FIRST_SAMPLES = select_text(
-    "SELECT attempt, min(step) FROM samples WHERE job_id = :job_id AND kind = 'eval' GROUP BY attempt",
+    "SELECT attempt, min(step) AS first_step FROM samples WHERE job_id = :job_id AND kind = 'eval' GROUP BY attempt",
     attempt=Integer,
     first_step=Integer,
 )

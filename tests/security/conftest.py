@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,23 +17,15 @@ from server_harness import Harness, bearer, png_bytes
 
 from server.config import Settings
 from server.main import create_app
-from server.migrate import upgrade
 from server.services import auth
 from server.services.auth import ensure_admin
 
 
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("security-template") / "sfumato.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
-
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(migrated_sqlite_url: str, tmp_path: Path) -> Settings:
     return Settings(
         home=tmp_path / "home",
-        database_url=f"sqlite:///{tmp_path / 'sfumato.db'}",
+        database_url=migrated_sqlite_url,
         artifact_root=tmp_path / "artifacts",
         secret_key="security-tests",
         max_body_bytes=200_000,
@@ -45,8 +36,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def harness(settings: Settings, migrated_template: Path, tmp_path: Path) -> Iterator[Harness]:
-    shutil.copyfile(migrated_template, tmp_path / "sfumato.db")
+def harness(settings: Settings) -> Iterator[Harness]:
     app = create_app(settings)
     with TestClient(app) as client:
         with app.state.sessionmaker() as session:
