@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Float, Integer, LargeBinary, String, case, func, literal, select, text, union_all
@@ -18,6 +20,7 @@ from sqlalchemy.orm import Session
 from server.models import METRIC_BLOCK_STEPS as BLOCK
 from server.models import MetricBlock
 from server.schemas.metrics import HistoryPoint, MetricSeries, MetricSeriesSet
+from server.services.binary_rows import binary_rows
 from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
 from server.services.metric_blocks import TILE, TILE_STEPS, pack, unpack
@@ -86,40 +89,62 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
     return _series_set(keys, bucket(_concat(parts), len(keys)), width)
 
 
+INT, FLOAT = np.dtype(">i4"), np.dtype(">f8")  # how PostgreSQL's int4send and float8send write a number
 _FIGURE_COLUMNS = (
-    MetricBlock.block,
-    MetricBlock.last_step,
-    MetricBlock.last_value,
-    MetricBlock.last_wall,
-    MetricBlock.min_value,
-    MetricBlock.max_value,
+    (MetricBlock.block, INT),
+    (MetricBlock.last_step, INT),
+    (MetricBlock.last_value, FLOAT),
+    (MetricBlock.last_wall, FLOAT),
+    (MetricBlock.min_value, FLOAT),
+    (MetricBlock.max_value, FLOAT),
 )
+_TILE_COLUMNS = ((MetricBlock.block, INT), (func.length(MetricBlock.tiles), INT), (MetricBlock.tiles, TILE))
+
+
+def _per_key(
+    session: Session, where: tuple[object, ...], columns: Sequence[tuple[Any, np.dtype]]
+) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
+    """The blocks `where` selects: their keys (each once), how many blocks each key has, and each of `columns`
+    over all those blocks, key after key. A column comes with its dtype: a number, or records packed in bytea.
+
+    On PostgreSQL the database packs a key's values of each column into one bytea (numbers as their binary
+    send functions write them) read in binary format: one row per key (a 1,000,000-point key is ~4,000
+    blocks), and no number printed as text and parsed back."""
+    if session.get_bind().dialect.name == "postgresql":
+        packed = [func.string_agg(_sent(column, dtype), _NO_BYTES) for column, dtype in columns]
+        query = select(MetricBlock.key, func.count(), *packed).where(*where).group_by(MetricBlock.key)
+        rows = binary_rows(session, query)
+        values = [np.frombuffer(b"".join(row[i + 2] for row in rows), dtype) for i, (_, dtype) in enumerate(columns)]
+        return [row[0] for row in rows], np.array([row[1] for row in rows], dtype=np.int64), values
+    query = select(MetricBlock.key, *(column for column, _ in columns)).where(*where).order_by(MetricBlock.key)
+    rows = session.connection().execute(query).all()
+    runs = [(key, len(list(same))) for key, same in groupby(row[0] for row in rows)]
+    values = [_values([row[i + 1] for row in rows], dtype) for i, (_, dtype) in enumerate(columns)]
+    return [key for key, _ in runs], np.array([count for _, count in runs], dtype=np.int64), values
+
+
+_NO_BYTES = literal(b"", LargeBinary)
+
+
+def _sent(column: Any, dtype: np.dtype) -> Any:
+    return func.int4send(column) if dtype == INT else func.float8send(column) if dtype == FLOAT else column
+
+
+def _values(raw: list[Any], dtype: np.dtype) -> np.ndarray:
+    if dtype.fields:
+        return np.frombuffer(b"".join(raw), dtype)
+    return np.array(raw, dtype=dtype.newbyteorder("="))
 
 
 def _pieces_of_blocks(
     session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
 ) -> Pieces:
-    """Each block's figures, a piece in its bucket of whole blocks. On PostgreSQL one row of arrays per key
-    comes back (a 1,000,000-point key is ~4,000 blocks), not a row per block."""
-    connection = session.connection()  # Core rows: no ORM loading
-    if session.get_bind().dialect.name == "postgresql":
-        arrays = [func.array_agg(column) for column in _FIGURE_COLUMNS]
-        per_key = connection.execute(select(MetricBlock.key, *arrays).where(*where).group_by(MetricBlock.key)).all()
-        keys = [row[0] for row in per_key]
-        columns = [np.concatenate([np.array(row[i + 1]) for row in per_key]) for i in range(len(_FIGURE_COLUMNS))]
-        sizes = [len(row[1]) for row in per_key]
-    else:
-        rows = connection.execute(select(MetricBlock.key, *_FIGURE_COLUMNS).where(*where)).all()
-        keys = [row[0] for row in rows]
-        columns = [np.array([row[i + 1] for row in rows]) for i in range(len(_FIGURE_COLUMNS))]
-        sizes = [1] * len(rows)
-    if not keys:
-        return _no_pieces()
-    block, last_step, last_value, last_wall, low, high = columns
+    """Each block's figures, a piece in its bucket of whole blocks."""
+    keys, blocks, (block, last_step, last_value, last_wall, low, high) = _per_key(session, where, _FIGURE_COLUMNS)
     return Pieces(
-        key=np.repeat([index[key] for key in keys], sizes),
-        bucket=(block * BLOCK - base) // width,
-        last_step=last_step,
+        key=np.repeat(np.array([index[key] for key in keys], dtype=np.int64), blocks),
+        bucket=(block.astype(np.int64) * BLOCK - base) // width,
+        last_step=last_step.astype(np.int64),
         last_value=last_value.astype(np.float64),
         last_wall=last_wall.astype(np.float64),
         min_value=low.astype(np.float64),
@@ -130,37 +155,15 @@ def _pieces_of_blocks(
 def _pieces_of_tiles(
     session: Session, where: tuple[object, ...], index: dict[str, int], base: int, width: int
 ) -> Pieces:
-    """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles. On PostgreSQL
-    each key's tiles come back as one bytea with the blocks and their sizes, not a row per block."""
-    connection = session.connection()
-    if session.get_bind().dialect.name == "postgresql":
-        query = select(
-            MetricBlock.key,
-            func.array_agg(MetricBlock.block),
-            func.array_agg(func.length(MetricBlock.tiles)),
-            func.string_agg(MetricBlock.tiles, literal(b"", LargeBinary)),
-        ).where(*where)
-        rows = connection.execute(query.group_by(MetricBlock.key)).all()
-        keys = [key for key, _blocks, _sizes, _data in rows]
-        blocks = [np.array(blocks) for _key, blocks, _sizes, _data in rows]
-        sizes = [np.array(sizes) // TILE.itemsize for _key, _blocks, sizes, _data in rows]
-        data = b"".join(data for _key, _blocks, _sizes, data in rows)
-    else:
-        rows = connection.execute(select(MetricBlock.key, MetricBlock.block, MetricBlock.tiles).where(*where)).all()
-        keys = [key for key, _block, _data in rows]
-        blocks = [np.array([block]) for _key, block, _data in rows]
-        sizes = [np.array([len(data) // TILE.itemsize]) for _key, _block, data in rows]
-        data = b"".join(data for _key, _block, data in rows)
-    if not keys:
-        return _no_pieces()
-    tiles = np.frombuffer(data, dtype=TILE)
-    per_block = np.concatenate(sizes)
-    owner = np.repeat(np.repeat([index[key] for key in keys], [len(b) for b in blocks]), per_block)
-    first_step = np.repeat(np.concatenate(blocks) * BLOCK, per_block) + tiles["tile"] * TILE_STEPS
+    """Per 16-step tile of the blocks `where` selects, its figures, in buckets of whole tiles."""
+    keys, blocks, (block, size, tiles) = _per_key(session, where, _TILE_COLUMNS)
+    per_block = size.astype(np.int64) // TILE.itemsize
+    owner = np.repeat(np.repeat(np.array([index[key] for key in keys], dtype=np.int64), blocks), per_block)
+    first_step = np.repeat(block.astype(np.int64) * BLOCK, per_block) + tiles["tile"] * TILE_STEPS
     return Pieces(
         key=owner,
         bucket=(first_step - base) // width,
-        last_step=tiles["last_step"],
+        last_step=tiles["last_step"].astype(np.int64),
         last_value=tiles["last_value"],
         last_wall=tiles["last_wall"],
         min_value=tiles["min"],
