@@ -937,7 +937,9 @@ def main() -> None:
     parser.add_argument("--big-steps", type=int, default=BIG_STEPS)
     parser.add_argument("--compare-steps", type=int, default=COMPARE_STEPS)
     parser.add_argument("--dispatch-runs", type=int, default=12)
-    parser.add_argument("--steps", type=int, default=160, help="measured tiny-model steps of the reporting run")
+    parser.add_argument(
+        "--steps", type=int, default=800, help="measured tiny-model steps of the reporting run (100 on/off pairs)"
+    )
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--load-seconds", type=float, default=60.0)
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder of platform.md and platform.json")
