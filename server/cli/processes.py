@@ -122,6 +122,7 @@ def scheduler() -> None:
     from server.config import get_settings
     from server.db import get_sessionmaker
     from server.services.scheduler import RUN_JOB_TASK, NodeTask, run_scheduler
+    from server.services.scheduler_wakeup import SchedulerWakeup
     from worker.celery_app import app as celery_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s scheduler %(levelname)s %(message)s")
@@ -142,7 +143,7 @@ def scheduler() -> None:
         dispatch,
         settings.scheduler_interval_seconds,
         settings.host_lost_after_seconds,
-        stop,
+        SchedulerWakeup(settings.resolved_database_url(), stop),
     )
 
 

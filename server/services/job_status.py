@@ -1,8 +1,10 @@
-"""The one place a job changes status, so every change leaves a job event behind."""
+"""The one place a job changes status, so every change leaves a job event behind, and a job to place or
+devices freed wake the scheduler."""
 
 from sqlalchemy.orm import Session
 
 from server.models import TERMINAL_STATES, Job, JobEvent, utcnow
+from server.services.scheduler_wakeup import wake_scheduler
 
 
 def set_status(session: Session, job: Job, status: str, message: str | None = None) -> None:
@@ -14,3 +16,5 @@ def set_status(session: Session, job: Job, status: str, message: str | None = No
         job.finished_at = now
         job.token_hash = None
     session.add(JobEvent(job_id=job.id, attempt=job.attempt, status=status, message=message, created_at=now))
+    if status == "queued" or status in TERMINAL_STATES:
+        wake_scheduler(session)

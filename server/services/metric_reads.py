@@ -101,6 +101,21 @@ _FIGURE_COLUMNS = (
 _TILE_COLUMNS = ((MetricBlock.block, INT), (func.length(MetricBlock.tiles), INT), (MetricBlock.tiles, TILE))
 
 
+_NO_BYTES = literal(b"", LargeBinary)
+
+
+def _sent(column: Any, dtype: np.dtype) -> Any:
+    """`column` as bytes of `dtype`: a number through PostgreSQL's binary send function; bytea as it is."""
+    return func.int4send(column) if dtype == INT else func.float8send(column) if dtype == FLOAT else column
+
+
+def _values(raw: list[Any], dtype: np.dtype) -> np.ndarray:
+    """SQLite's values of one column as an array: records packed in blobs, or numbers in native byte order."""
+    if dtype.fields:
+        return np.frombuffer(b"".join(raw), dtype)
+    return np.array(raw, dtype=dtype.newbyteorder("="))
+
+
 def _per_key(
     session: Session, where: tuple[object, ...], columns: Sequence[tuple[Any, np.dtype]]
 ) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
@@ -121,19 +136,6 @@ def _per_key(
     runs = [(key, len(list(same))) for key, same in groupby(row[0] for row in rows)]
     values = [_values([row[i + 1] for row in rows], dtype) for i, (_, dtype) in enumerate(columns)]
     return [key for key, _ in runs], np.array([count for _, count in runs], dtype=np.int64), values
-
-
-_NO_BYTES = literal(b"", LargeBinary)
-
-
-def _sent(column: Any, dtype: np.dtype) -> Any:
-    return func.int4send(column) if dtype == INT else func.float8send(column) if dtype == FLOAT else column
-
-
-def _values(raw: list[Any], dtype: np.dtype) -> np.ndarray:
-    if dtype.fields:
-        return np.frombuffer(b"".join(raw), dtype)
-    return np.array(raw, dtype=dtype.newbyteorder("="))
 
 
 def _pieces_of_blocks(

@@ -19,7 +19,6 @@ never receives a job the database does not yet show as scheduled.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from server.models.host import POOLS
 from server.services.hosts import mark_lost_hosts, model_matches
 from server.services.job_status import set_status
 from server.services.placement import FreeByHost, FreeDevice, PlacedNode, head_claim, place, wait_reason
+from server.services.scheduler_wakeup import SchedulerWakeup
 
 log = logging.getLogger(__name__)
 
@@ -429,12 +429,13 @@ def run_scheduler(
     dispatch: Dispatch,
     interval_seconds: float,
     lost_after_seconds: float,
-    stop: threading.Event,
+    wakeup: SchedulerWakeup,
 ) -> None:
-    """The scheduler process's loop: a pass every `interval_seconds` until `stop` is set."""
+    """The scheduler process's loop: a pass whenever woken, and at least every `interval_seconds`, until
+    `wakeup.stop` is set."""
     log.info("scheduler running every %.1f s", interval_seconds)
     scheduled_timeout_seconds = get_settings().scheduled_timeout_seconds
-    while not stop.is_set():
+    while not wakeup.stop.is_set():
         try:
             report = schedule_once(factory, dispatch, lost_after_seconds, scheduled_timeout_seconds)
             for task in report.placed:
@@ -445,7 +446,8 @@ def run_scheduler(
                 )
         except Exception:  # a database hiccup must not end the loop; the next pass retries
             log.exception("scheduler pass failed")
-        stop.wait(interval_seconds)
+        wakeup.wait(interval_seconds)
+    wakeup.close()
 
 
 def requeue_jobs_on_host(session: Session, host: Host, reason: str) -> list[int]:
