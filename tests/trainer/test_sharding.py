@@ -1,7 +1,9 @@
-"""DDP or FSDP: which one a job runs, and FSDP full fine-tuning trains as DDP does (FSDP2 on gloo)."""
+"""DDP or FSDP: which one a job runs, FSDP full fine-tuning trains as DDP does, and resumes from its checkpoints
+as if never stopped (FSDP2 on gloo)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +43,19 @@ def test_one_rank_shards_nothing() -> None:
     assert sharding_of(1, model=FULL, resources={"device_type": "cuda"}) == "single"
 
 
-def torchrun_full(tmp_path: Path, sfumato_home: Path, sharding: str) -> tuple[str, Path]:
+def torchrun_full(
+    tmp_path: Path, sfumato_home: Path, sharding: str, steps: int = 2, every: int = 0, out: Path | None = None
+) -> tuple[str, Path]:
     spec = tiny_spec(
         model={**FULL, "sharding": sharding},
-        algorithm={"total_steps": 2, "sampling_steps": 3, "group_size": 2, "learning_rate": 0.01, "kl_beta": 0.04},
+        algorithm={"total_steps": steps, "sampling_steps": 3, "group_size": 2, "learning_rate": 0.01, "kl_beta": 0.04},
         resources={"devices": 2},
         samples={"count": 0},
-        checkpoint={"every": 0},
+        checkpoint={"every": every},
     )
-    out = tmp_path / sharding
-    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(out))
+    out = out or tmp_path / sharding
+    resume = ["--resume"] if out.exists() else []
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(out), *resume)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout, out
 
@@ -77,3 +82,24 @@ def test_fsdp_full_fine_tuning_matches_ddp_and_exports_an_unsharded_model(
     assert max(moved) > 1e-4  # two steps at lr 1e-2 moved the weights
     for (name, a), b in zip(ddp_model.state_dict().items(), fsdp_model.state_dict().values(), strict=True):
         torch.testing.assert_close(b, a, atol=2e-5, rtol=0, msg=name)
+
+
+@pytest.mark.slow
+def test_fsdp_resumes_from_its_checkpoint_with_the_same_losses_and_weights(tmp_path: Path, sfumato_home: Path) -> None:
+    import torch
+    from diffusers import SD3Transformer2DModel
+
+    _, straight = torchrun_full(tmp_path, sfumato_home, "fsdp", steps=4, every=2)
+    resumed = tmp_path / "resumed"
+    shutil.copytree(straight / "checkpoints" / "step-2", resumed / "checkpoints" / "step-2")
+    log, _ = torchrun_full(tmp_path, sfumato_home, "fsdp", steps=4, every=2, out=resumed)
+
+    assert "resumed from" in log
+    expected, got = read_metrics(straight)[2:], read_metrics(resumed)
+    assert [m["step"] for m in got] == [3, 4]
+    for key in ("loss", "kl", "grad_norm", "reward/mean"):
+        assert [m[key] for m in got] == pytest.approx([m[key] for m in expected], rel=1e-6, abs=1e-12), key
+    straight_model = SD3Transformer2DModel.from_pretrained(straight / "model")
+    resumed_model = SD3Transformer2DModel.from_pretrained(resumed / "model")
+    for (name, a), b in zip(straight_model.state_dict().items(), resumed_model.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=0, msg=name)
