@@ -14,9 +14,12 @@ loss); t_fix is the measured reward phase plus one optimizer step. Predicted ste
 - lean_retain     (T−K)·F(B) + K·(F_g(B) + B(B)) + t_fix
 - lean_reweight   n·[(T−K)·F(1) + K·(F_g(1) + B(1))] + t_fix   (one sample per forward)
 - jagg            T·F(B) + n_J·[2F_g(B) + (W−2)F(B) + 2B(B)] + (K − n_J·W)(F_g(B) + B(B)) + t_fix
-- digenrl         max(g, h) + min(g, h)/M + t_sync, g = groups·T·F(G) + reward, h = units·⌈K/tsb⌉·(F_g + B)(tsb)
+- digenrl         max(g, h) + min(g, h)/P + t_sync, g = groups·T·F(G) + reward, h = units·⌈K/tsb⌉·(F_g + B)(tsb)
 
-where n is the rank's sample count, B = n rows, G the group size, M the units per step.
+where n is the rank's sample count, B = n rows, G the group size, P the prompt groups a generator
+rolls out a step: the pipeline's stages, since a trainer starts on a group only once all of it has
+arrived (its advantages need every reward of the group); digenrl's t_sync is its gradient all-reduce
+plus the weight push to the generators.
 Multi-rank rows add the executor's measured sync time. Every rank runs one CPU thread.
 Peak memory is the largest live-tensor total above the step's start, from the torch
 profiler's allocation records (profile_memory), over one extra untimed step per executor;
@@ -139,7 +142,8 @@ def predicted_seconds(
         tsb = min(spec.executor.timestep_batch or trained, trained)
         g = math.ceil(groups / generators) * steps * costs[algo.group_size]["F"] + fixed
         h = math.ceil(units / trainers) * math.ceil(trained / tsb) * (costs[tsb]["F_g"] + costs[tsb]["B"])
-        return max(g, h) + min(g, h) / units + sync
+        stages = math.ceil(groups / generators)
+        return max(g, h) + min(g, h) / stages + sync
     raise ValueError(name)
 
 

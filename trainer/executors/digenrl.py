@@ -266,7 +266,9 @@ class DigenrlExecutor(Executor):
         sync_seconds = time.perf_counter() - began
         report.grad_norms.append(job.optimizer_step())
         self.version += 1
+        began = time.perf_counter()
         weight_bytes = self.push_weights()
+        sync_seconds += time.perf_counter() - began  # the weight sync, as much a sync as the all-reduce
         lags = [self.version - 1 - u.version for u in units]
         trained = plan.trained.shape[1]
         stale_clipped = torch.cat(stale) if stale else torch.zeros(0, dtype=torch.bool)
