@@ -1,11 +1,13 @@
 """The gradient audit (executors.md §6.1): one training step per executor on one fixed
 trajectory, gradients compared with native's.
 
-The native sampler rolls out once; its latents, log-probs and rewards are frozen as a
-:class:`~trainer.job.Replay`. Then, from the same weights and optimizer state, each executor
-takes one step in replay mode (its forwards see exactly the stored x_i and x_{i+1}), and the
-flattened gradient is captured after synchronisation and before clipping (the ``"clip"`` hook).
-fp32 and deterministic kernels, so E0 executors can be compared bit for bit.
+The native sampler rolls out the step's whole batch once; its latents, log-probs and rewards are
+frozen as a :class:`~trainer.job.Replay`, and each rank replays its own samples' slice (digenrl's
+generators replay the whole of it, group by group). Then, from the same weights and optimizer state,
+each executor takes one step in replay mode (its forwards see exactly the stored x_i and x_{i+1}), and
+the flattened gradient is captured after synchronisation and before clipping (the ``"clip"`` hook; an
+executor whose gradient lives on some ranks only names the rank that has it). fp32 and deterministic
+kernels, so E0 executors can be compared bit for bit.
 """
 
 from __future__ import annotations
@@ -17,25 +19,25 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from trainer.algorithms.registry import make_algorithm
-from trainer.distributed import init_distributed
+from trainer.distributed import Distributed, init_distributed
 from trainer.executors.registry import EXECUTOR_CLASSES
-from trainer.job import GradientHook, Replay, TrainingJob
+from trainer.job import GradientHook, Replay, Scores, TrainingJob
 from trainer.layout import layout_error, step_batch
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
+from trainer.rollout import Trajectory
 from trainer.run import load_spec, quiet_libraries
 from trainer.sampling.schedule import shifted_sigmas
 from trainer.spec import JobSpec, SpecError, parse_spec
 
-# Relative L2 each exact executor must stay within (§6.1 table); others are reported only.
-THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5}
+# Relative L2 each exact executor must stay within (§6.1 table; digenrl with staleness forced to 0);
+# others are reported only.
+THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
 WORST_TENSORS = 5
-# digenrl splits ranks into pools and trains where it did not roll out; its replay audit
-# (staleness forced to 0) is not built yet.
-NOT_AUDITED = frozenset({"digenrl"})
 
 
 @dataclass
@@ -59,6 +61,8 @@ def spec_for(spec: JobSpec, name: str) -> JobSpec:
     data = spec.model_dump()
     if name != spec.executor.name:
         data["executor"] = {"name": name}
+    if name == "digenrl":
+        data["executor"]["max_staleness"] = 0  # on-policy: the audit compares exact gradients
     return parse_spec(data)
 
 
@@ -120,10 +124,11 @@ class AuditSession:
         pool = load_prompts(spec.prompts.source)
         rank, world = self.dist.rank, self.dist.world_size
         self.batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, rank, world, self.layout)
-        plan = job.plan(self.batch)
+        whole = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, 0, 1)
         with torch.no_grad():
-            trajectory = job.rollout(self.batch, plan)
-        job.replay = Replay(trajectory, job.score(trajectory, self.batch))
+            trajectory = job.rollout(whole, job.algorithm.plan(whole, Distributed(0, 1, 0, self.dist.device)))
+        self.whole = Replay(trajectory, job.score(trajectory, whole))  # rows in sample order
+        job.replay = self.mine = replay_rows(self.whole, self.batch.sample_ids)
         self.weights = [p.detach().clone() for p in job.parameters]
         self.optimizer_state = copy.deepcopy(job.optimizer.state_dict())
         self.names = [n for n, p in job.policy.named_parameters() if p.requires_grad]
@@ -145,15 +150,30 @@ class AuditSession:
         job.spec = self.specs[name]
         installed = [keep, *hooks]
         job.gradient_hooks.extend(installed)
+        executor = EXECUTOR_CLASSES[name](job)
+        job.replay = self.whole if executor.replays_whole_batch else self.mine
         try:
-            executor = EXECUTOR_CLASSES[name](job)
             executor.train_step(self.batch)
         finally:
             job.gradient_hooks[:] = [h for h in job.gradient_hooks if h not in installed]
+            job.replay = self.mine
         extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
         update = torch.cat([(p.detach() - w).reshape(-1) for p, w in zip(job.parameters, self.weights, strict=True)])
-        (grads,) = captured
-        return Capture(torch.cat([g.reshape(-1) for g in grads]), grads, update, extra)
+        grads = captured[0] if captured else [torch.zeros_like(p) for p in job.parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        source = executor.gradient_rank()
+        if source is not None:  # a rank that does not train gets the one that does
+            dist.broadcast(flat, src=source)
+            grads = [part.view_as(p) for part, p in zip(flat.split([p.numel() for p in grads]), grads, strict=True)]
+        return Capture(flat, grads, update, extra)
+
+
+def replay_rows(replay: Replay, rows: torch.Tensor) -> Replay:
+    """The replay of `rows` of the whole batch (in sample order): one rank's samples."""
+    t, scores = replay.trajectory, replay.scores
+    uncond = None if t.uncond is None else t.uncond.index(rows)
+    trajectory = Trajectory(t.latents[rows], t.log_probs[rows], t.cond.index(rows), uncond, t.images[rows])
+    return Replay(trajectory, Scores(scores.total[rows], {k: v[rows] for k, v in scores.parts.items()}))
 
 
 def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
@@ -161,10 +181,9 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     spec = load_spec(spec_path)
     if spec.model.dtype != "float32":
         raise SpecError("model.dtype", "the audit compares fp32 gradients: set it to 'float32'")
-    auditable = [n for n in EXECUTOR_CLASSES if n not in NOT_AUDITED]
-    unknown = [n for n in names if n not in auditable]
+    unknown = [n for n in names if n not in EXECUTOR_CLASSES]
     if unknown:
-        raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; auditable: {', '.join(auditable)}")
+        raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; auditable: {', '.join(EXECUTOR_CLASSES)}")
     names = ["native", *[n for n in names if n != "native"]]
     session = AuditSession(spec, names)
     captures = {name: session.capture(name) for name in names}

@@ -1,5 +1,6 @@
 """The gradient audit of executors.md §6.1 on the tiny model: thresholds in one process and
-with two gloo ranks under torchrun; JAGG reported, and equal to native when nothing is routed."""
+with two gloo ranks under torchrun (digenrl's generator and trainer included); JAGG reported, and
+equal to native when nothing is routed."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_jagg_is_reported_per_routed_group_and_is_native_when_nothing_is_routed(
 @pytest.mark.slow
 def test_audit_thresholds_hold_with_two_gloo_ranks(tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path) -> None:
     spec = audit_spec(resources={"devices": 2}, executor={"name": "jagg", "group_width": 2})
-    result = torchrun(tmp_path, sfumato_home, spec, "audit", "--executors", "native,lean_retain,lean_reweight,jagg")
+    names = "native,lean_retain,lean_reweight,jagg,digenrl"
+    result = torchrun(tmp_path, sfumato_home, spec, "audit", "--executors", names)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(result.stdout[result.stdout.index("{") :])
     assert report["world_size"] == 2 and report["layout"] == "shared"
@@ -73,3 +75,6 @@ def test_audit_thresholds_hold_with_two_gloo_ranks(tmp_path: Path, sfumato_home:
     assert executors["lean_retain"]["rel_l2"] <= 1e-6
     assert executors["lean_reweight"]["rel_l2"] <= 1e-5
     assert -1.0 <= executors["jagg"]["cosine"] <= 1.0
+    # One generator, one trainer, staleness forced to 0: the trainer's gradient, batched replay included.
+    assert executors["digenrl"]["rel_l2"] <= 1e-5 and executors["digenrl"]["verdict"] == "pass"
+    assert executors["digenrl"]["grad_norm"] > 0

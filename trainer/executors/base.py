@@ -52,9 +52,16 @@ class Executor(ABC):
     name: ClassVar[str]
     # Which samples each rank holds (trainer/layout.py): the Lean executors need "shared".
     layout: ClassVar[str] = "sharded"
+    # In the audit's replay mode (job.replay): whether the executor reads the whole step batch's replay
+    # (digenrl's generators roll out every group) rather than its rank's own samples.
+    replays_whole_batch: ClassVar[bool] = False
 
     def __init__(self, job: TrainingJob) -> None:
         self.job = job
+
+    def gradient_rank(self) -> int | None:
+        """The rank whose gradient the audit reads when only some ranks train (None: every rank has it)."""
+        return None
 
     @abstractmethod
     def train_step(self, batch: SampleBatch) -> StepResult:

@@ -81,6 +81,7 @@ class Pending:
 
 class DigenrlExecutor(Executor):
     name = "digenrl"
+    replays_whole_batch = True
 
     def __init__(self, job: TrainingJob) -> None:
         super().__init__(job)
@@ -119,24 +120,31 @@ class DigenrlExecutor(Executor):
 
     # --- generation --------------------------------------------------------------------
     def generate(self, batch: SampleBatch, plan: StepPlan, group: int) -> list[Unit]:
-        """Roll out one prompt group under no_grad with this rank's weights; score it."""
+        """Roll out one prompt group under no_grad with this rank's weights; score it. In the audit's replay
+        mode, the group's rows of the stored trajectory and scores instead."""
         job = self.job
         rows = (batch.group_ids == group).nonzero().reshape(-1)
         prompts = [batch.prompts[int(r)] for r in rows]
         local_plan = StepPlan(plan.sde[rows], plan.trained[rows], None if plan.weights is None else plan.weights[rows])
-        with torch.no_grad():
-            trajectory = rollout(
-                job.family,
-                job.policy,
-                job.algorithm,
-                local_plan,
-                batch.sample_ids[rows],
-                batch.step,
-                job.conditioning(prompts),
-                job.unconditional(len(prompts)),
-                job.spec.algorithm.cfg_scale,
-            )
-        total, parts = job.reward(trajectory.images, prompts)
+        if job.replay is not None:
+            latents, log_probs = job.replay.trajectory.latents[rows], job.replay.trajectory.log_probs[rows]
+            total = job.replay.scores.total[rows]
+            parts = {name: scores[rows] for name, scores in job.replay.scores.parts.items()}
+        else:
+            with torch.no_grad():
+                trajectory = rollout(
+                    job.family,
+                    job.policy,
+                    job.algorithm,
+                    local_plan,
+                    batch.sample_ids[rows],
+                    batch.step,
+                    job.conditioning(prompts),
+                    job.unconditional(len(prompts)),
+                    job.spec.algorithm.cfg_scale,
+                )
+            total, parts = job.reward(trajectory.images, prompts)
+            latents, log_probs = trajectory.latents, trajectory.log_probs
         return [
             Unit(
                 int(batch.sample_ids[r]),
@@ -144,8 +152,8 @@ class DigenrlExecutor(Executor):
                 self.version,
                 float(total[n]),
                 [float(parts[k][n]) for k in self.parts],
-                trajectory.log_probs[n].cpu(),
-                trajectory.latents[n].cpu(),
+                log_probs[n].cpu(),
+                latents[n].cpu(),
             )
             for n, r in enumerate(rows)
         ]
@@ -287,6 +295,9 @@ class DigenrlExecutor(Executor):
         )
         metrics["time/rollout"] = clock["rollout"]
         return metrics, units
+
+    def gradient_rank(self) -> int:
+        return self.trainers[0]
 
     def receive_unit(self, source: int) -> Unit:
         flat = torch.empty(self.size, dtype=torch.float64)
