@@ -161,7 +161,7 @@ class AuditSession:
         update = torch.cat([(p.detach() - w).reshape(-1) for p, w in zip(job.parameters, self.weights, strict=True)])
         grads = captured[0] if captured else [torch.zeros_like(p) for p in job.parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
-        source = executor.gradient_rank()
+        source = executor.training_rank()
         if source is not None:  # a rank that does not train gets the one that does
             dist.broadcast(flat, src=source)
             grads = [part.view_as(p) for part, p in zip(flat.split([p.numel() for p in grads]), grads, strict=True)]

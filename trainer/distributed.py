@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -52,6 +53,18 @@ class Distributed:
         if self.world_size > 1:
             dist.broadcast(tensor, src=0)
         return tensor
+
+    def to_main(self, value: Any, source: int) -> Any:
+        """Rank `source`'s `value` on rank 0, point to point and pickled (None on the other ranks)."""
+        if source == 0 or self.world_size == 1:
+            return value if self.is_main else None
+        box = [value]
+        if self.rank == source:
+            dist.send_object_list(box, dst=0)
+        elif self.is_main:
+            dist.recv_object_list(box, src=source)
+            return box[0]
+        return None
 
     def barrier(self) -> None:
         if self.world_size > 1:

@@ -16,7 +16,15 @@ import torch
 from PIL import Image
 
 from trainer.algorithms.registry import make_algorithm
-from trainer.checkpoint import export_model, latest_checkpoint, load_checkpoint, save_checkpoint, training_state
+from trainer.checkpoint import (
+    TrainingState,
+    export_model,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    trainable_state,
+    training_state,
+)
 from trainer.distributed import Distributed, init_distributed
 from trainer.executors.base import StepResult
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
@@ -110,11 +118,11 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
             if dist.is_main:
                 post_train_samples(result, batch, output_dir, reporter)
         if spec.checkpoint.every and step % spec.checkpoint.every == 0 and step < total:
-            checkpoint_step(job, output_dir, step, reporter)
+            checkpoint_step(job, output_dir, step, reporter, executor.training_rank())
             dist.barrier()
 
     if spec.checkpoint.every and total % spec.checkpoint.every == 0:
-        checkpoint_step(job, output_dir, total, reporter)
+        checkpoint_step(job, output_dir, total, reporter, executor.training_rank())
     weights = full_state(job.policy) if sharding.fsdp else None
     if dist.is_main:
         export_model(job.policy, output_dir / "model", weights)
@@ -125,15 +133,21 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     dist.close()
 
 
-def checkpoint_step(job: TrainingJob, output_dir: Path, step: int, reporter: Reporter | None) -> None:
-    """Every rank gathers under FSDP; rank 0 writes."""
-    if not (job.dist.is_main or job.sharding.fsdp):
+def checkpoint_step(
+    job: TrainingJob, output_dir: Path, step: int, reporter: Reporter | None, training_rank: int | None
+) -> None:
+    """Every rank gathers under FSDP; rank 0 writes. When only another rank trains (digenrl's trainer), its
+    optimizer state is sent to rank 0, whose weights are the ones that rank pushed after the step."""
+    if training_rank:
+        optimizer = job.dist.to_main(job.optimizer.state_dict(), training_rank)
+        state = TrainingState(trainable_state(job.policy), optimizer)
+    elif job.dist.is_main or job.sharding.fsdp:
+        state = training_state(job.policy, job.optimizer, job.sharding.fsdp)
+    if not job.dist.is_main:
         return
-    state = training_state(job.policy, job.optimizer, job.sharding.fsdp)
-    if job.dist.is_main:
-        path = save_checkpoint(output_dir, step, state)
-        if reporter:
-            reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
+    path = save_checkpoint(output_dir, step, state)
+    if reporter:
+        reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
 
 
 def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, seconds: float) -> dict[str, float]:

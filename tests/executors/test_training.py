@@ -3,6 +3,7 @@ metrics; lean_retain's memory guard falls back before exceeding its graph budget
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,26 @@ def test_lean_retain_falls_back_before_exceeding_its_graph_budget(tmp_path: Path
     (metrics,) = read_metrics(tmp_path / "guarded")
     assert metrics["executor/memory_guard_fallback"] == 1.0
     assert "executor/retained_graphs" not in metrics  # native's schedule ran, holding no rollout graph
+
+
+@pytest.mark.slow
+def test_digenrl_resumes_from_its_checkpoint_with_the_trainer_s_optimizer_state(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """Rank 0 writes checkpoints but is a generator, whose optimizer never steps: the trainer's state must
+    reach the checkpoint, or a resumed run restarts AdamW's moments."""
+    algorithm = {"total_steps": 4, "prompts_per_step": 2, "global_std": False, "learning_rate": 0.01}
+    spec = audit_spec(
+        executor={"name": "digenrl"}, algorithm=algorithm, resources={"devices": 2}, checkpoint={"every": 2}
+    )
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(straight))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    shutil.copytree(straight / "checkpoints" / "step-2", resumed / "checkpoints" / "step-2")
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(resumed), "--resume")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    expected, got = read_metrics(straight)[2:], read_metrics(resumed)
+    assert [m["step"] for m in got] == [3, 4]
+    for key in ("loss", "grad_norm", "reward/mean"):
+        assert [m[key] for m in got] == pytest.approx([m[key] for m in expected], rel=1e-6, abs=1e-12), key

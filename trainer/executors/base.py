@@ -59,8 +59,9 @@ class Executor(ABC):
     def __init__(self, job: TrainingJob) -> None:
         self.job = job
 
-    def gradient_rank(self) -> int | None:
-        """The rank whose gradient the audit reads when only some ranks train (None: every rank has it)."""
+    def training_rank(self) -> int | None:
+        """When only some ranks train: the rank holding the synchronised gradient and the optimizer state,
+        which the audit reads and checkpoints save (None: every rank has them)."""
         return None
 
     @abstractmethod

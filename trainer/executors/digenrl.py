@@ -296,7 +296,7 @@ class DigenrlExecutor(Executor):
         metrics["time/rollout"] = clock["rollout"]
         return metrics, units
 
-    def gradient_rank(self) -> int:
+    def training_rank(self) -> int:
         return self.trainers[0]
 
     def receive_unit(self, source: int) -> Unit:
