@@ -42,7 +42,7 @@ EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     "native": frozenset(),
     "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard"}),
     "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip"}),
-    "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn"}),
+    "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn", "probe_every"}),
     "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
 }
 
@@ -292,7 +292,12 @@ class ExecutorSpec(_Section):
     )
     group_width: int | None = Field(None, ge=2, description="jagg: trained steps per routed group")
     jagg_frac: float | None = Field(None, ge=0, le=1, description="jagg: fraction of groups (high noise) aggregated")
-    cosine_warn: float | None = Field(None, ge=-1, le=1, description="jagg: warn when audit cosine falls below")
+    cosine_warn: float | None = Field(
+        None, ge=-1, le=1, description="jagg: warn when the audit's or a probe's cosine falls below"
+    )
+    probe_every: int | None = Field(
+        None, ge=1, description="jagg: every this many steps, log each routed group's cosine with its exact gradient"
+    )
     rollout_devices: int | None = Field(None, ge=1, description="digenrl: devices in the rollout pool")
     max_staleness: int | None = Field(None, ge=0, le=1, description="digenrl: policy versions a unit may lag")
     timestep_batch: int | None = Field(None, ge=1, description="digenrl: trained steps replayed per batch")

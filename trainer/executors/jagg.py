@@ -7,8 +7,11 @@ grad; each step's upstream gradient s_j = ∂L_j/∂v̂_j comes from autograd th
 alone (a detached proxy v̂_j), and with α_j = (σ_0 − σ_j)/(σ_0 − σ_{W−1}) one joint backward
 ``backward([v_0, v_last], [Σ(1−α_j)s_j, Σα_j s_j])`` replaces W transformer backwards. The
 Jacobian interpolation makes it approximate (class A): the audit reports its cosine overall and
-per routed group. Unrouted steps take native's exact per-step backward; with jagg_frac = 0
-nothing is routed and the step is native's, in native's order.
+per routed group, and in training ``probe_every`` N steps form each routed group's exact gradient
+too (extra graphs and backwards, never added to the update) and log its cosine with the aggregated
+one as ``executor/probe_cosine/g<k>``, printing a warning below ``cosine_warn``. Unrouted steps
+take native's exact per-step backward; with jagg_frac = 0 nothing is routed and the step is
+native's, in native's order.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class JaggExecutor(Executor):
         options = job.spec.executor
         self.width = options.group_width or 4
         self.fraction = 0.6 if options.jagg_frac is None else options.jagg_frac
+        self.probe_every = options.probe_every
+        self.cosine_warn = options.cosine_warn
         self.group_cosines: list[float] = []
 
     def train_step(self, batch: SampleBatch) -> StepResult:
@@ -57,7 +62,8 @@ class JaggExecutor(Executor):
         trained = plan.trained.shape[1]
         routed = routed_groups(trained, self.width, self.fraction)
         order = plan if routed == 0 else StepPlan(plan.sde, plan.trained.sort(dim=1).values, plan.weights)
-        probe = job.replay is not None  # audit: also form each routed group's exact gradient
+        # The audit, or a probe step: also form each routed group's exact gradient.
+        probe = job.replay is not None or bool(self.probe_every and batch.step % self.probe_every == 0)
         report = StepReport()
         sync_seconds, backwards = 0.0, 0
         self.group_cosines = []
@@ -89,7 +95,19 @@ class JaggExecutor(Executor):
             "buffer_bytes": 0,
             "sync_count": int(job.dist.world_size > 1) * job.spec.algorithm.inner_epochs,
         }
+        if probe and routed:  # the first update's groups (a later inner epoch probes them again)
+            cosines = self.group_cosines[:routed]
+            executor |= {f"probe_cosine/g{k}": cosine for k, cosine in enumerate(cosines)}
+            self.warn_below(batch.step, cosines)
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
+
+    def warn_below(self, step: int, cosines: list[float]) -> None:
+        """A line in the job log for each routed group whose probe cosine is under ``cosine_warn``."""
+        if self.cosine_warn is None or not self.job.dist.is_main:
+            return
+        for k, cosine in enumerate(cosines):
+            if cosine < self.cosine_warn:
+                print(f"jagg: step {step} routed group {k} cosine {cosine:.3f} is below cosine_warn {self.cosine_warn}")
 
     def joint_backward(
         self,
