@@ -40,7 +40,7 @@ UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset()
 # Options each executor accepts; any other executor option set for it is refused.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     "native": frozenset(),
-    "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard"}),
+    "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard", "after_first_update"}),
     "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip"}),
     "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn", "probe_every"}),
     "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
@@ -281,6 +281,9 @@ class ExecutorSpec(_Section):
     on_memory_guard: Literal["fail", "native", "lean_reweight"] | None = Field(
         None, description="lean_retain: over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
     )
+    after_first_update: Literal["native"] | None = Field(
+        None, description="lean_retain: with inner_epochs > 1, re-forward as native after the first update (hybrid)"
+    )
     on_adv_clip: Literal["fail", "log", "native_fallback"] | None = Field(
         None, description="lean_reweight, global std: what to do when the advantage clip bites (default fail)"
     )
@@ -466,8 +469,12 @@ class JobSpec(_Section):
         name, algo, executor = self.executor.name, self.algorithm, self.executor
         trained: int = algo.train_timesteps  # type: ignore[assignment]
         if name in ("lean_retain", "lean_reweight"):
-            if algo.inner_epochs != 1:
-                raise SpecError("algorithm.inner_epochs", f"{name} reuses the rollout graphs: it needs exactly 1")
+            hybrid = name == "lean_retain" and executor.after_first_update == "native"
+            if algo.inner_epochs != 1 and not hybrid:
+                message = f"{name} reuses the rollout graphs: it needs exactly 1"
+                if name == "lean_retain":
+                    message += ", or executor.after_first_update: 'native' (its graphs for the first update only)"
+                raise SpecError("algorithm.inner_epochs", message)
             if algo.group_size % self.world_size:
                 message = f"{name} shares each prompt over all {self.world_size} ranks: it must divide by them"
                 raise SpecError("algorithm.group_size", message)
@@ -604,8 +611,12 @@ JAGG_DEFAULT_WIDTH = 4
 JAGG_DEFAULT_FRACTION = 0.6
 
 
-def _cost_inputs(spec: JobSpec | dict[str, Any]) -> tuple[str, int, int, int, float, int, float] | None:
-    """(executor, T, K, b, kl_beta, W, jagg_frac) of a parsed spec or of a stored one (model_dump)."""
+CostInputs = tuple[str, int, int, int, float, int, float, int]
+
+
+def _cost_inputs(spec: JobSpec | dict[str, Any]) -> CostInputs | None:
+    """(executor, T, K, b, kl_beta, W, jagg_frac, inner epochs) of a parsed spec or of a stored one
+    (model_dump)."""
     if not isinstance(spec, JobSpec):
         stored = _stored_cost_inputs(spec)  # a stored spec has every default filled in: no validation needed
         if stored is not None:
@@ -619,10 +630,10 @@ def _cost_inputs(spec: JobSpec | dict[str, Any]) -> tuple[str, int, int, int, fl
     width = executor.group_width or JAGG_DEFAULT_WIDTH
     fraction = JAGG_DEFAULT_FRACTION if executor.jagg_frac is None else executor.jagg_frac
     trained: int = algo.train_timesteps  # type: ignore[assignment]
-    return executor.name, algo.sampling_steps, trained, backward, algo.kl_beta, width, fraction
+    return executor.name, algo.sampling_steps, trained, backward, algo.kl_beta, width, fraction, algo.inner_epochs
 
 
-def _stored_cost_inputs(data: dict[str, Any]) -> tuple[str, int, int, int, float, int, float] | None:
+def _stored_cost_inputs(data: dict[str, Any]) -> CostInputs | None:
     """A stored spec that no longer validates here (its model folder moved, say): read the fields it holds."""
     try:
         algo, model, executor = (data.get(k) or {} for k in ("algorithm", "model", "executor"))
@@ -636,7 +647,8 @@ def _stored_cost_inputs(data: dict[str, Any]) -> tuple[str, int, int, int, float
         fraction = executor.get("jagg_frac")
         fraction = JAGG_DEFAULT_FRACTION if fraction is None else float(fraction)
         kl = float(algo.get("kl_beta") or 0.0)
-        return str(executor.get("name", "native")), steps, int(trained), backward, kl, int(width), fraction
+        epochs = int(algo.get("inner_epochs") or 1)
+        return str(executor.get("name", "native")), steps, int(trained), backward, kl, int(width), fraction, epochs
     except (AttributeError, TypeError, ValueError):
         return None
 
@@ -649,12 +661,12 @@ def jagg_backward_passes(trained: int, width: int, fraction: float) -> int:
 
 
 def native_cost(spec: JobSpec | dict[str, Any]) -> float | None:
-    """Native's cost C = T + (1 + b)K for the spec's T, K and b, whatever its executor."""
+    """Native's cost C = T + E(1 + b)K for the spec's T, K, b and inner epochs E, whatever its executor."""
     inputs = _cost_inputs(spec)
     if inputs is None:
         return None
-    _name, steps, trained, backward, kl, _width, _fraction = inputs
-    return steps + (1 + backward) * trained + (trained if kl > 0 else 0)
+    _name, steps, trained, backward, kl, _width, _fraction, epochs = inputs
+    return steps + epochs * ((1 + backward) * trained + (trained if kl > 0 else 0))
 
 
 def analytical_cost(spec: JobSpec | dict[str, Any]) -> float | None:
@@ -663,14 +675,15 @@ def analytical_cost(spec: JobSpec | dict[str, Any]) -> float | None:
     inputs = _cost_inputs(spec)
     if inputs is None:
         return None
-    name, steps, trained, backward, kl, width, fraction = inputs
+    name, steps, trained, backward, kl, width, fraction, epochs = inputs
     reference = trained if kl > 0 else 0
+    recompute = (1 + backward) * trained + reference  # one native update: re-forward, backward, μ_ref
     if name == "native":
-        return steps + (1 + backward) * trained + reference
-    if name in ("lean_retain", "lean_reweight"):
-        return steps + backward * trained + reference
+        return steps + epochs * recompute
+    if name in ("lean_retain", "lean_reweight"):  # after the first update, the hybrid schedule's native ones
+        return steps + backward * trained + reference + (epochs - 1) * recompute
     if name == "jagg":
-        return steps + trained + backward * jagg_backward_passes(trained, width, fraction) + reference
+        return steps + epochs * (trained + backward * jagg_backward_passes(trained, width, fraction) + reference)
     return None
 
 

@@ -50,6 +50,14 @@ def test_gradient_checkpointing_adds_one_backward_and_kl_adds_reference_forwards
     assert (native_cost(data), analytical_cost(data)) == (40 + 8, 32 + 8)
 
 
+def test_each_inner_epoch_is_a_native_update_and_the_hybrid_lean_saves_only_the_first() -> None:
+    native, hybrid = spec("native", 16, 8), spec("lean_retain", 16, 8, after_first_update="native")
+    for data in (native, hybrid):
+        data["algorithm"]["inner_epochs"] = 2
+    assert native_cost(parse_spec(native)) == 16 + 2 * 3 * 8
+    assert analytical_cost(parse_spec(hybrid)) == 16 + 2 * 8 + 3 * 8
+
+
 def test_stored_spec_whose_model_folder_is_gone_still_has_a_bound() -> None:
     stored = parse_spec(spec("lean_retain", 16, 8)).model_dump(mode="json")
     stored["model"]["path"] = "/nowhere/model"

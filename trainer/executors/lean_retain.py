@@ -11,6 +11,10 @@ backward. A graph shared by several positions (DanceGRPO) is retained until its 
 
 Memory guard: when ``retained_graph_bound`` exceeds ``executor.max_retained_graphs`` the spec
 is refused, unless ``on_memory_guard`` declares a fallback schedule, which then runs every step.
+
+Hybrid schedule (``executor.after_first_update: native``): with several optimizer steps per rollout
+(``algorithm.inner_epochs``), the kept graphs give the first update only; the later ones re-forward
+as native does, so the whole step is still native's (executors.md §3.3).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
+from trainer.executors.recompute import recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
@@ -76,6 +81,8 @@ class LeanRetainExecutor(Executor):
         job.synchronize_gradients()
         sync_seconds = time.perf_counter() - synced
         report.grad_norms.append(job.optimizer_step())
+        for _ in range(job.spec.algorithm.inner_epochs - 1):  # the hybrid schedule's later updates
+            sync_seconds += recompute_update(job, trajectory, plan, advantages, report)
         finished = time.perf_counter()
         times = {
             "rollout": rolled - started,
@@ -83,7 +90,8 @@ class LeanRetainExecutor(Executor):
             "train": finished - scored,
             "sync": sync_seconds,
         }
-        executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": int(job.dist.world_size > 1)}
+        syncs = int(job.dist.world_size > 1) * job.spec.algorithm.inner_epochs
+        executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": syncs}
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
 
     def step_terms(

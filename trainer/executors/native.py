@@ -13,6 +13,8 @@ import time
 import torch
 
 from trainer.executors.base import Executor, StepResult
+from trainer.executors.recompute import recompute_update
+from trainer.executors.step_report import StepReport
 from trainer.layout import SampleBatch
 
 
@@ -30,36 +32,16 @@ class NativeExecutor(Executor):
         advantages, stats, rewards = job.advantages(scores, batch)
         scored = time.perf_counter()
 
-        trained = plan.trained.shape[1]
-        losses, kls, approx_kls, ratios, clipped, grad_norms = [], [], [], [], [], []
-        sync_seconds = 0.0
-        for _ in range(job.spec.algorithm.inner_epochs):
-            for position in range(trained):
-                terms = job.trained_step(trajectory, plan, position, advantages)
-                (terms.loss / trained).backward()
-                losses.append(float(terms.loss.detach()))
-                kls.append(terms.kl)
-                approx_kls.append(terms.approx_kl)
-                ratios.append(terms.ratio)
-                clipped.append(terms.clipped)
-            sync_started = time.perf_counter()
-            job.synchronize_gradients()
-            sync_seconds += time.perf_counter() - sync_started
-            grad_norms.append(job.optimizer_step())
+        report = StepReport()
+        sync_seconds = sum(
+            recompute_update(job, trajectory, plan, advantages, report) for _ in range(job.spec.algorithm.inner_epochs)
+        )
         finished = time.perf_counter()
-
-        ratio = torch.cat(ratios)
-        metrics = {
-            "loss": sum(losses) / len(losses),
-            "kl": sum(kls) / len(kls),
-            "approx_kl": sum(approx_kls) / len(approx_kls),
-            "clip_frac": float(torch.cat(clipped).float().mean()),
-            "ratio/mean": float(ratio.mean()),
-            "ratio/max_abs_dev": float((ratio - 1).abs().max()),
-            "grad_norm": sum(grad_norms) / len(grad_norms),
-            "time/rollout": rolled - started,
-            "time/reward": scored - rolled,
-            "time/train": finished - scored,
-            "time/sync": sync_seconds,
+        times = {
+            "rollout": rolled - started,
+            "reward": scored - rolled,
+            "train": finished - scored,
+            "sync": sync_seconds,
         }
+        metrics = report.metrics(times, {})
         return StepResult(metrics, trajectory, scores, stats, rewards)

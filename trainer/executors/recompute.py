@@ -1,0 +1,31 @@
+"""Native's update over a stored trajectory: re-forward every trained step with grad over the local batch,
+scale by 1/K and backward each at once, synchronise once, clip and step. ``native`` runs it for every
+inner epoch; ``lean_retain`` with ``executor.after_first_update: native`` (the hybrid schedule) for every
+epoch after its first, once the weights have moved and the rollout's graphs no longer hold."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from trainer.algorithms.base import StepPlan
+from trainer.executors.step_report import StepReport
+from trainer.job import TrainingJob
+from trainer.rollout import Trajectory
+
+
+def recompute_update(
+    job: TrainingJob, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor, report: StepReport
+) -> float:
+    """One optimizer step; returns the seconds spent synchronising gradients."""
+    trained = plan.trained.shape[1]
+    for position in range(trained):
+        terms = job.trained_step(trajectory, plan, position, advantages)
+        (terms.loss / trained).backward()
+        report.add(terms)
+    began = time.perf_counter()
+    job.synchronize_gradients()
+    seconds = time.perf_counter() - began
+    report.grad_norms.append(job.optimizer_step())
+    return seconds
