@@ -41,7 +41,7 @@ UNAVAILABLE_EXECUTORS: frozenset[str] = frozenset()
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     "native": frozenset(),
     "lean_retain": frozenset({"max_retained_graphs", "on_memory_guard", "after_first_update"}),
-    "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip"}),
+    "lean_reweight": frozenset({"buffer_regime", "kl", "on_adv_clip", "after_first_update"}),
     "jagg": frozenset({"group_width", "jagg_frac", "cosine_warn", "probe_every"}),
     "digenrl": frozenset({"rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted"}),
 }
@@ -282,7 +282,7 @@ class ExecutorSpec(_Section):
         None, description="lean_retain: over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
     )
     after_first_update: Literal["native"] | None = Field(
-        None, description="lean_retain: with inner_epochs > 1, re-forward as native after the first update (hybrid)"
+        None, description="lean_retain, lean_reweight: with inner_epochs > 1, native's updates after the first (hybrid)"
     )
     on_adv_clip: Literal["fail", "log", "native_fallback"] | None = Field(
         None, description="lean_reweight, global std: what to do when the advantage clip bites (default fail)"
@@ -469,11 +469,11 @@ class JobSpec(_Section):
         name, algo, executor = self.executor.name, self.algorithm, self.executor
         trained: int = algo.train_timesteps  # type: ignore[assignment]
         if name in ("lean_retain", "lean_reweight"):
-            hybrid = name == "lean_retain" and executor.after_first_update == "native"
-            if algo.inner_epochs != 1 and not hybrid:
-                message = f"{name} reuses the rollout graphs: it needs exactly 1"
-                if name == "lean_retain":
-                    message += ", or executor.after_first_update: 'native' (its graphs for the first update only)"
+            if algo.inner_epochs != 1 and executor.after_first_update != "native":
+                message = (
+                    f"{name} reuses the rollout graphs: it needs exactly 1, or executor.after_first_update: "
+                    "'native' (its graphs for the first update only)"
+                )
                 raise SpecError("algorithm.inner_epochs", message)
             if algo.group_size % self.world_size:
                 message = f"{name} shares each prompt over all {self.world_size} ranks: it must divide by them"

@@ -1,11 +1,12 @@
-"""lean_retain's hybrid schedule (executor.after_first_update: native): with several optimizer steps per
-rollout its graphs give the first update and native's re-forwards the rest, so the step is native's."""
+"""The Lean executors' hybrid schedule (executor.after_first_update: native): with several optimizer steps
+per rollout their graphs give the first update and native's re-forwards the rest, so the step is native's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from tests.executors.conftest import audit_spec
@@ -40,3 +41,19 @@ def test_hybrid_lean_retain_takes_the_same_two_updates_a_step_as_native(
     hybrid_model = SD3Transformer2DModel.from_pretrained(hybrid_out / "model").state_dict()
     for name, weight in native_model.items():
         assert torch.equal(hybrid_model[name], weight), name
+
+
+def test_hybrid_lean_reweight_ends_its_step_with_native_s_weights(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """Reweight's first update is native's up to rounding (E1), so the weights agree closely, not bitwise."""
+    from diffusers import SD3Transformer2DModel
+
+    native, native_out = train(tmp_path, {"name": "native"})
+    hybrid, hybrid_out = train(tmp_path, {"name": "lean_reweight", "after_first_update": "native"})
+
+    assert [m["grad_norm"] for m in hybrid] == pytest.approx([m["grad_norm"] for m in native], rel=1e-4)
+    native_model = SD3Transformer2DModel.from_pretrained(native_out / "model").state_dict()
+    hybrid_model = SD3Transformer2DModel.from_pretrained(hybrid_out / "model").state_dict()
+    for name, weight in native_model.items():
+        torch.testing.assert_close(hybrid_model[name], weight, atol=1e-6, rtol=0, msg=name)

@@ -36,10 +36,7 @@ def refused_field(**sections: Any) -> str:
             "executor.rollout_devices",
         ),
         ({"executor": {"name": "native", "buffer_regime": "affine"}}, "executor.buffer_regime"),
-        (
-            {"executor": {"name": "lean_reweight", "after_first_update": "native"}, "algorithm": {"inner_epochs": 2}},
-            "executor.after_first_update",
-        ),
+        ({"executor": {"name": "jagg", "after_first_update": "native"}}, "executor.after_first_update"),
     ],
 )
 def test_unsupported_pair_is_refused_naming_the_field(sections: dict[str, Any], field: str) -> None:

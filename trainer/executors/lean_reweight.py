@@ -17,7 +17,8 @@ forward here. Run-time condition: with a global std (all regimes) or R4 the adva
 not bite; ``on_adv_clip`` says fail (default), log (keep the unclipped gradient, counted) or
 native_fallback (recompute the step natively on the stored trajectory, exactly).
 KL with kl_beta > 0: the spec demands ``kl: extra_vjp``, one more VJP per trained step into an
-unscaled buffer (``retain_graph`` on the first).
+unscaled buffer (``retain_graph`` on the first). Hybrid schedule (``after_first_update: native``):
+with inner_epochs > 1 the later updates re-forward as native does (executors/recompute.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from trainer.executors.gradient_buffers import (
     tensor_bytes,
 )
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
+from trainer.executors.recompute import recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch
@@ -190,11 +192,15 @@ class LeanReweightExecutor(Executor):
         report.approx_kls.append(0.0)  # ρ ≡ 1: the gradient comes from the rollout's own forward
         report.ratios.append(torch.ones(rows))
         report.clipped.append(torch.zeros(rows, dtype=torch.bool))
+        began = time.perf_counter()
+        for _ in range(spec.inner_epochs - 1):  # the hybrid schedule's later updates
+            clock["sync"] += recompute_update(job, trajectory, plan, advantages, report)
+        clock["train"] += time.perf_counter() - began
         executor = {
             "retained_graphs": 1,
             "buffer_bytes": peak_bytes,
             "buffer_regime": REGIMES[regime].regime,
-            "sync_count": int(job.dist.world_size > 1),
+            "sync_count": int(job.dist.world_size > 1) * spec.inner_epochs,
             "adv_abs_max_assumed": worst,
             "native_fallback": fallback,
         }

@@ -1,7 +1,7 @@
 """Native's update over a stored trajectory: re-forward every trained step with grad over the local batch,
 scale by 1/K and backward each at once, synchronise once, clip and step. ``native`` runs it for every
-inner epoch; ``lean_retain`` with ``executor.after_first_update: native`` (the hybrid schedule) for every
-epoch after its first, once the weights have moved and the rollout's graphs no longer hold."""
+inner epoch; the Lean executors with ``executor.after_first_update: native`` (the hybrid schedule) for
+every epoch after their first, once the weights have moved and the rollout's graphs no longer hold."""
 
 from __future__ import annotations
 
