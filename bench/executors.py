@@ -76,7 +76,7 @@ def main() -> int:
                 "--executors",
                 executors,
                 "--rounds",
-                "2",
+                "4",
                 "--json",
                 str(out),
             ]
