@@ -140,11 +140,15 @@ def checkpoint_step(
     optimizer state is sent to rank 0, whose weights are the ones that rank pushed after the step."""
     if training_rank:
         optimizer = job.dist.to_main(job.optimizer.state_dict(), training_rank)
+        if not job.dist.is_main:
+            return
         state = TrainingState(trainable_state(job.policy), optimizer)
-    elif job.dist.is_main or job.sharding.fsdp:
+    else:
+        if not (job.dist.is_main or job.sharding.fsdp):
+            return
         state = training_state(job.policy, job.optimizer, job.sharding.fsdp)
-    if not job.dist.is_main:
-        return
+        if not job.dist.is_main:
+            return
     path = save_checkpoint(output_dir, step, state)
     if reporter:
         reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
