@@ -78,3 +78,15 @@ def test_audit_thresholds_hold_with_two_gloo_ranks(tmp_path: Path, sfumato_home:
     # One generator, one trainer, staleness forced to 0: the trainer's gradient, batched replay included.
     assert executors["digenrl"]["rel_l2"] <= 1e-5 and executors["digenrl"]["verdict"] == "pass"
     assert executors["digenrl"]["grad_norm"] > 0
+
+
+@pytest.mark.parametrize(("policy", "exact"), [("native_fallback", True), ("log", False)])
+def test_when_the_advantage_clip_bites_reweight_falls_back_to_native_s_exact_gradient_or_logs(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, policy: str, exact: bool
+) -> None:
+    """With a global std the deferred correction assumes |A| ≤ adv_clip; a clip of 0.1 bites."""
+    spec = audit_spec(
+        algorithm={"global_std": True, "adv_clip": 0.1}, executor={"name": "lean_reweight", "on_adv_clip": policy}
+    )
+    reweight = run_audit(tmp_path, spec, "lean_reweight")["lean_reweight"]
+    assert (reweight["rel_l2"] <= 1e-5) is exact

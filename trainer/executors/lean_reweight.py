@@ -41,7 +41,7 @@ from trainer.executors.gradient_buffers import (
     tensor_bytes,
 )
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
-from trainer.executors.recompute import recompute_update
+from trainer.executors.recompute import recompute_gradients, recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch
@@ -216,13 +216,9 @@ class LeanReweightExecutor(Executor):
 
     def recompute_natively(self, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor) -> None:
         """The exact (clipped) gradient by native's re-forward on the stored trajectory."""
-        job = self.job
-        for param in job.parameters:
+        for param in self.job.parameters:
             param.grad = None
-        trained = plan.trained.shape[1]
-        for position in range(trained):
-            terms = job.trained_step(trajectory, plan, position, advantages)
-            (terms.loss / trained).backward()
+        recompute_gradients(self.job, trajectory, plan, advantages, None)
 
 
 def group_means(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:

@@ -15,15 +15,24 @@ from trainer.job import TrainingJob
 from trainer.rollout import Trajectory
 
 
-def recompute_update(
-    job: TrainingJob, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor, report: StepReport
-) -> float:
-    """One optimizer step; returns the seconds spent synchronising gradients."""
+def recompute_gradients(
+    job: TrainingJob, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor, report: StepReport | None
+) -> None:
+    """Native's gradient of the local rows, accumulated into ``.grad`` (lean_reweight's native fallback
+    calls it alone); each trained step's terms go to `report` when given."""
     trained = plan.trained.shape[1]
     for position in range(trained):
         terms = job.trained_step(trajectory, plan, position, advantages)
         (terms.loss / trained).backward()
-        report.add(terms)
+        if report is not None:
+            report.add(terms)
+
+
+def recompute_update(
+    job: TrainingJob, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor, report: StepReport
+) -> float:
+    """One optimizer step; returns the seconds spent synchronising gradients."""
+    recompute_gradients(job, trajectory, plan, advantages, report)
     began = time.perf_counter()
     job.synchronize_gradients()
     seconds = time.perf_counter() - began
