@@ -1,7 +1,7 @@
 """``make bench-platform``: the platform's speed against its targets, on PostgreSQL and Redis.
 
 Creates a fresh PostgreSQL database (dropped at the end), migrates it, and starts the real server
-(`python -m server.cli server`: uvicorn, uvloop, orjson) as a subprocess; later the Celery worker
+(`python -m sfumato.cli server`: uvicorn, uvloop, orjson) as a subprocess; later the Celery worker
 (threads pool) and the scheduler, both on Redis. Then it measures, each figure the median of
 several runs:
 
@@ -482,7 +482,7 @@ def start_worker(bench: Bench) -> None:
             "--without-gossip", "--without-mingle", "--loglevel", "warning",
         ],
     )  # fmt: skip
-    bench.start("scheduler", [sys.executable, "-m", "server.cli", "scheduler"])
+    bench.start("scheduler", [sys.executable, "-m", "sfumato.cli", "scheduler"])
     deadline = time.monotonic() + 90
     with bench.client() as http:
         while time.monotonic() < deadline:
@@ -901,7 +901,7 @@ def write_report(bench: Bench, args: argparse.Namespace, loads: list[str]) -> st
     lines = [
         "# make bench-platform",
         "",
-        f"Real server (`python -m server.cli server`, uvicorn) on PostgreSQL with Redis, {os.uname().nodename}, "
+        f"Real server (`python -m sfumato.cli server`, uvicorn) on PostgreSQL with Redis, {os.uname().nodename}, "
         f"{os.cpu_count()} CPUs, {when}. Load average (1/5/15 min) at each section's start: "
         + "; ".join(loads)
         + ". Each figure is the median of the runs listed in platform.json.",
@@ -974,7 +974,7 @@ def main() -> None:
         }
         bench = Bench(f"http://127.0.0.1:{port}", token, database_url, engine, home, env)
         try:
-            bench.start("server", [sys.executable, "-m", "server.cli", "server", "--port", str(port)])
+            bench.start("server", [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port)])
             wait_http(f"{bench.url}/api/v1/health")
             finish_jobs(bench, [submit(bench, f"history-{i}") for i in range(100)])  # a realistic jobs list
             big = 0

@@ -41,12 +41,12 @@ from sqlalchemy.engine import make_url
 
 from server.config import Settings
 from server.db import scratch_postgres_database
-from server.main import create_app
 from server.migrate import upgrade
 from server.models import Job, JobEvent, LogLine, Membership, Team, User
 from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
+from sfumato.app import create_app
 from web.pages.job_detail import CHARTS
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -1,7 +1,9 @@
-"""The FastAPI application: `uvicorn --factory server.main:create_app`, or create_app(settings) in tests.
+"""The REST API as a FastAPI application: its routes, middleware, error handlers and database engine.
 
-Nothing here touches the schema or creates users: `server.migrate.upgrade` and
-`server.services.auth.ensure_admin` are called by whoever starts the platform (the CLI).
+The pages are not mounted here: server/ never imports web/. `sfumato.app.create_app` assembles the API
+and the pages into the application that is served. Nothing here touches the schema or creates users:
+`server.migrate.upgrade` and `server.services.auth.ensure_admin` are called by whoever starts the
+platform (the CLI).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from server.config import Settings, get_settings
 from server.db import POOL_OVERFLOW, POOL_SIZE, make_engine
 from server.migrate import ensure_sqlite_folder
 from server.observability.prometheus import install_prometheus
-from web.pages import mount_web
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_api_app(settings: Settings | None = None) -> FastAPI:
+    """The API with its middleware; the caller may add routes (the pages) before serving it."""
     settings = settings or get_settings()
     url = settings.resolved_database_url()
     ensure_sqlite_folder(url)
@@ -61,8 +63,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders, https=settings.public_url.startswith("https://"))
     install_prometheus(app)  # GET /metrics, and request latencies (outermost middleware)
     app.include_router(api_router)
-
-    # Web pages and static files (web/) are mounted here.
-    mount_web(app)
-
     return app

@@ -37,12 +37,12 @@ checkpoint: {every: 0}
 
 # Packages only the server side needs: the client and its commands must run without any of them.
 SERVER_ONLY = ("sqlalchemy", "fastapi", "starlette", "celery", "kombu", "torch", "pydantic_settings", "uvicorn",
-               "alembic", "psycopg", "trainer", "worker")  # fmt: skip
+               "alembic", "psycopg", "trainer", "worker", "server", "web")  # fmt: skip
 
 
 def without_server_dependencies(code: str) -> str:
-    """`code` preceded by an import hook that makes every server-only package (and every `server` module
-    but the `server.cli` commands) unimportable."""
+    """`code` preceded by an import hook that makes every server-only package (server/, web/, worker/,
+    trainer/ included) unimportable."""
     return f"""
 import sys
 from importlib.abc import MetaPathFinder
@@ -50,8 +50,7 @@ from importlib.abc import MetaPathFinder
 class RefuseServerModules(MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         top = name.split(".")[0]
-        if top in {SERVER_ONLY!r} or (top == "server" and name not in ("server", "server.cli")
-                                       and not name.startswith("server.cli.")):
+        if top in {SERVER_ONLY!r}:
             raise ImportError(f"{{name}} is a server dependency")
         return None
 
@@ -75,7 +74,7 @@ def cli_env(platform: Platform, home: Path, **extra: str) -> dict[str, str]:
 
 
 def sfumato_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "server.cli", *args]
+    return [sys.executable, "-m", "sfumato.cli", *args]
 
 
 def run_cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -164,7 +164,7 @@ def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_mod
         ensure_admin(session, Settings(database_url=database_url, admin_token=platform.token))
     engine.dispose()
 
-    me = [sys.executable, "-m", "server.cli"]
+    me = [sys.executable, "-m", "sfumato.cli"]
     try:
         platform.start("server", [*me, "server", "--port", str(platform.port)])
         platform.start(
@@ -187,7 +187,7 @@ def launch_up(tmp_path: Path, tiny_model: Path) -> Platform:
     """`sfumato up` on the embedded defaults; returns once its worker's host is online."""
     platform = prepare(tmp_path, "", "", tiny_model)
     try:
-        platform.start("up", [sys.executable, "-m", "server.cli", "up", "--port", str(platform.port)])
+        platform.start("up", [sys.executable, "-m", "sfumato.cli", "up", "--port", str(platform.port)])
         wait_until_host_online(platform)
     except BaseException:
         platform.stop()

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+from client_harness import without_server_dependencies
+from platform_harness import REPO
 from typer.testing import CliRunner
 
-from server.cli import app
+from sfumato.cli import app
 
 
 def test_one_entry_point_offers_the_platform_and_the_client_commands() -> None:
@@ -20,3 +26,23 @@ def test_export_refuses_an_unknown_format_before_calling_the_server() -> None:
     result = CliRunner().invoke(app, ["--url", "http://127.0.0.1:1", "--token", "x", "export", "1", "--format", "xls"])
     assert result.exit_code == 1
     assert "error: --format must be csv or parquet, not 'xls'" in result.output
+
+
+def test_the_command_imports_without_any_server_side_module() -> None:
+    """`sfumato --help` with server/, web/, worker/, trainer/ and their dependencies unimportable: the
+    platform commands import them only when they run."""
+    code = """
+import runpy
+sys.argv = ['sfumato', '--help']
+try:
+    runpy.run_module('sfumato.cli', run_name='__main__')
+except SystemExit as exit:
+    assert exit.code == 0, exit.code
+rooms = ("server", "web", "worker", "trainer", "torch", "fastapi", "sqlalchemy", "celery", "uvicorn")
+print(sorted(m for m in sys.modules if m.split(".")[0] in rooms))
+"""
+    argv = [sys.executable, "-c", without_server_dependencies(code)]
+    result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    assert "scheduler" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "[]"

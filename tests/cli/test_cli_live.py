@@ -201,7 +201,7 @@ def test_bad_input_prints_one_line_on_stderr_and_exits_non_zero(
 
 def test_client_commands_run_without_the_server_dependencies(env: dict[str, str], tiny_jobs: TinyJobs) -> None:
     code = f"import runpy\nsys.argv = ['sfumato', 'show', '{tiny_jobs.native_id}', '--json']\n"
-    code += "runpy.run_module('server.cli', run_name='__main__')"
+    code += "runpy.run_module('sfumato.cli', run_name='__main__')"
     result = subprocess.run(
         [sys.executable, "-c", without_server_dependencies(code)], env=env, cwd=REPO, capture_output=True, text=True
     )

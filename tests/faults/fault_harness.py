@@ -74,11 +74,11 @@ class Cluster:
 
     def start_server(self) -> None:
         """Returns once the server answers."""
-        self.start("server", [sys.executable, "-m", "server.cli", "server", "--port", str(self.platform.port)])
+        self.start("server", [sys.executable, "-m", "sfumato.cli", "server", "--port", str(self.platform.port)])
         wait_for_port(self.platform.port, timeout=90)
 
     def start_scheduler(self, name: str = "scheduler") -> None:
-        self.start(name, [sys.executable, "-m", "server.cli", "scheduler"])
+        self.start(name, [sys.executable, "-m", "sfumato.cli", "scheduler"])
 
     def start_worker(self, host: str, slots: int = 1) -> None:
         env = {**self.platform.env, "SFUMATO_WORKER_HOSTNAME": host, "SFUMATO_WORKER_CPU_SLOTS": str(slots)}

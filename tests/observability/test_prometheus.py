@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.main import create_app
 from server.migrate import upgrade
 from server.models import Allocation, Device, Host, Job, utcnow
+from sfumato.app import create_app
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -16,9 +16,9 @@ from security_support import TwoTeams, upload_sample
 from server_harness import Harness, bearer, png_bytes
 
 from server.config import Settings
-from server.main import create_app
 from server.services import auth
 from server.services.auth import ensure_admin
+from sfumato.app import create_app
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from server_harness import Harness, bearer
 
 from server.config import Settings
-from server.main import create_app
 from server.services.auth import ensure_admin
+from sfumato.app import create_app
 
 
 @pytest.fixture

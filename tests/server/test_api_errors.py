@@ -85,5 +85,5 @@ def test_chunked_body_over_the_limit_is_413(harness: Harness) -> None:
 
 
 def test_importing_the_app_does_not_import_torch() -> None:
-    code = "import sys, server.main; sys.exit('torch' in sys.modules)"
+    code = "import sys, server.main, sfumato.app; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

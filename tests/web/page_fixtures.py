@@ -16,7 +16,6 @@ from PIL import Image, ImageOps
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.main import create_app
 from server.migrate import upgrade
 from server.models import (
     Allocation,
@@ -36,6 +35,7 @@ from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
+from sfumato.app import create_app
 
 PASSWORD = "correct horse battery"
 XSS = "<script>alert('x')</script>"

@@ -11,12 +11,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
-from server.main import create_app
 from server.models import ApiToken, Device, Host, Job, User
 from server.services.auth import ensure_admin
 from server.services.job_status import set_status
 from server.services.scheduler import NodeTask, schedule_once
 from server.services.tokens import hash_token
+from sfumato.app import create_app
 
 AddHost = Callable[..., Host]
 AddJob = Callable[..., Job]

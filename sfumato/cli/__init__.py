@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import typer
 
-from server.cli import account, jobs, processes
-from server.cli.common import connection_options
+from sfumato.cli import account, jobs, processes
+from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
     processes.up,

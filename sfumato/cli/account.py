@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from server.cli.common import Connection, JsonOption, client, client_command, err, out, print_json, size, when
 from sfumato import Client
+from sfumato.cli.common import Connection, JsonOption, client, client_command, err, out, print_json, size, when
 from sfumato.config import DEFAULT_URL, URL_ENV, read_config, write_config
 
 token_app = typer.Typer(no_args_is_help=True, help="Your API tokens: create, list, revoke.")

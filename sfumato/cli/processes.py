@@ -87,7 +87,7 @@ def server(
     if processes > 1 and not settings.secret_key:
         # Page sessions are signed with it: every process must accept the cookies the others issue.
         os.environ["SFUMATO_SECRET_KEY"] = secrets.token_hex(32)
-    uvicorn.run("server.main:create_app", factory=True, host=host, port=port, workers=processes, log_level="info")
+    uvicorn.run("sfumato.app:create_app", factory=True, host=host, port=port, workers=processes, log_level="info")
 
 
 def worker(
@@ -194,7 +194,7 @@ def up(
 
     _bootstrap(settings)
 
-    me = [sys.executable, "-m", "server.cli"]
+    me = [sys.executable, "-m", "sfumato.cli"]
     children = [
         _Child("server", [*me, "server", "--host", host, "--port", str(port)], grace_seconds=STOP_MARGIN_SECONDS),
         _Child("scheduler", [*me, "scheduler"], grace_seconds=STOP_MARGIN_SECONDS),

@@ -11,8 +11,8 @@ import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from server.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, size, steps, when
 from sfumato import Client, Job
+from sfumato.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, size, steps, when
 from sfumato.export import Format, write_csv, write_table
 
 

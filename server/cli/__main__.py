@@ -1,5 +1,0 @@
-"""`python -m server.cli ...`, the same as the `sfumato` entry point."""
-
-from server.cli import app
-
-app()
