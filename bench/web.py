@@ -148,7 +148,6 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
                 step=BIG_STEPS if n == 0 else SMALL_STEPS,
                 total_steps=BIG_STEPS * 2 if n == 0 else SMALL_STEPS,
                 last_reward=0.7,
-                samples_per_s=1.3,
                 owner_id=user.id,
                 team_id=team.id,
                 created_at=now - timedelta(hours=jobs - n),

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from server.api.routes import (
     artifacts,
     audit,
+    compare,
     health,
     host_admin,
     hosts,
@@ -37,5 +38,6 @@ for module in (
     users,
     teams,
     audit,
+    compare,
 ):
     api_router.include_router(module.router)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from server.schemas.common import ReadModel, UtcDatetime
 
@@ -46,7 +46,9 @@ class JobSummary(ReadModel):
     step: int
     total_steps: int
     last_reward: float | None
-    samples_per_s: float | None
+    samples_per_s: float | None = Field(
+        description="median samples/s after the warm-up step (the compare answer's definition)"
+    )
     last_progress_at: UtcDatetime | None
     created_at: UtcDatetime
     started_at: UtcDatetime | None

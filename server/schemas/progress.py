@@ -12,6 +12,8 @@ class ProgressIn(BaseModel):
     step: Step
     total_steps: Step
     reward: FiniteOrNone = None
+    # Accepted from trainers, not stored: a job's samples/s is computed from its throughput metric
+    # (services.throughput), one definition for every page.
     samples_per_s: FiniteOrNone = Field(None, ge=0)
 
 

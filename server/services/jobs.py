@@ -105,7 +105,6 @@ def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job.finished_at = None
     job.step = 0
     job.last_reward = None
-    job.samples_per_s = None
     job.last_progress_at = None
     set_status(session, job, "queued", f"retried by {caller.username}")
     audit.record(session, "job.retry", caller, team_id=job.team_id, job_id=job.id)

@@ -1,10 +1,9 @@
 """Read-only queries the web pages need beyond the API's services: log tails,
-live metric appends, gallery steps, the queue and compare figures. Team scoping is services.scoping's."""
+live metric appends, gallery steps and the queue. Team scoping is services.scoping's."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 from sqlalchemy import Integer, select
@@ -14,7 +13,6 @@ from server.models import Job, LogLine, Sample
 from server.schemas.logs import LogLineOut
 from server.services.auth import Caller
 from server.services.current_points import CurrentPoints, current_points
-from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
 from server.services.sql_text import column_types, rows_as_dicts, select_text
 
@@ -49,39 +47,6 @@ def log_tail(session: Session, job_id: int, limit: int = 500) -> list[LogLineOut
     """The last `limit` log lines, oldest first (following continues with services.logs.read_logs)."""
     newest_first = rows_as_dicts(session.execute(_LOG_TAIL, {"job_id": job_id, "limit": limit}))
     return _LOG_LINES.validate_python(newest_first[::-1])
-
-
-@dataclass
-class JobFigures:
-    """One job's row in the compare table."""
-
-    final_reward: float | None
-    best_reward: float | None
-    samples_per_s: float | None
-    peak_memory: float | None
-    wall_seconds: float | None
-
-
-FIGURE_KEYS = ("reward/mean", "throughput/samples_per_s", "memory/peak_bytes")
-
-
-def job_figures(session: Session, job_id: int) -> JobFigures:
-    """Final and best reward, mean throughput, peak memory and the wall-clock span of a job's metrics, from
-    the blocks' figures (services.metric_reads): a few hundred rows however long the job ran."""
-    figures = key_figures(session, job_id, FIGURE_KEYS)
-    if not figures:
-        figures = key_figures(session, job_id)  # none of those keys: the span of whatever it reported
-    final = latest_points(session, job_id, ["reward/mean"]).get("reward/mean")
-    reward, speed, memory = (figures.get(key) for key in FIGURE_KEYS)
-    first = min((f.first_wall for f in figures.values()), default=None)
-    last = max((f.last_wall for f in figures.values()), default=None)
-    return JobFigures(
-        final_reward=final.value if final else None,
-        best_reward=reward.maximum if reward else None,
-        samples_per_s=speed.mean if speed else None,
-        peak_memory=memory.maximum if memory else None,
-        wall_seconds=(last - first) if first is not None and last is not None else None,
-    )
 
 
 def sample_steps(session: Session, job_id: int, kind: str = "eval") -> list[int]:

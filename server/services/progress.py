@@ -1,4 +1,5 @@
-"""The trainer's progress report: the job's step, reward and throughput, and proof it is alive."""
+"""The trainer's progress report: the job's step and reward, and proof it is alive. (Its samples/s is not
+stored: the job's samples/s is computed from the throughput metric, services.throughput.)"""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ def record_progress(session: Session, job: Job, progress: ProgressIn) -> bool:
     job.total_steps = progress.total_steps
     if progress.reward is not None:
         job.last_reward = progress.reward
-    if progress.samples_per_s is not None:
-        job.samples_per_s = progress.samples_per_s
     job.last_progress_at = utcnow()
     session.commit()
     return job.cancel_requested

@@ -200,7 +200,6 @@ def seed_world(session: Session, artifact_root: Path) -> World:
         attempt=1,
         step=30,
         last_reward=0.68,
-        samples_per_s=1.3,
         started_at=now - timedelta(minutes=3),
     )
     session.add_all(Allocation(job_id=running.id, attempt=1, device_id=d.id, host_id=host.id) for d in devices[:2])
@@ -226,7 +225,6 @@ def seed_world(session: Session, artifact_root: Path) -> World:
             attempt=1,
             step=40,
             last_reward=0.7,
-            samples_per_s=1.3 * speed,
             started_at=earlier,
             finished_at=earlier + timedelta(minutes=4 / speed),
         )

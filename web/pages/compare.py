@@ -1,8 +1,8 @@
-"""Compare jobs: overlaid curves coloured by executor, a summary table with speedup vs native, and spec differences."""
+"""Compare jobs: the compare answer (services.compare) as a table with its warnings, overlaid curves coloured by
+executor, and the samples side by side."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -11,17 +11,14 @@ from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
 from server.models import Job, Sample
-from server.services import pages
+from server.services import compare, pages
 from server.services.auth import Caller
 from server.services.job_reads import JobFilters, list_jobs
-from trainer.spec import bound_speedup
 from web.pages.deps import page_caller
 from web.pages.gallery import pick
 from web.pages.render import render
-from web.pages.spec_form import flatten
 
 router = APIRouter()
-MAX_JOBS = 8
 # Overlaid charts: one per metric key.
 CHARTS: list[dict[str, Any]] = [
     {"key": "reward/mean", "title": "Reward (mean)"},
@@ -31,45 +28,6 @@ CHARTS: list[dict[str, Any]] = [
     {"key": "loss", "title": "Loss"},
     {"key": "kl", "title": "KL"},
 ]
-# Spec fields that differ by design between runs of one experiment.
-IGNORED_FIELDS = ("name",)
-
-
-@dataclass
-class CompareRow:
-    job: Job
-    figures: pages.JobFigures
-    speedup: float | None
-    bound: float | None = None  # analytical speedup over native on the job's own spec (executors.md §4)
-
-    @property
-    def of_bound(self) -> float | None:
-        """Measured speedup over the analytical bound: how much of the model's promise the run delivered."""
-        return self.speedup / self.bound if self.speedup and self.bound else None
-
-
-def spec_differences(jobs: list[Job]) -> list[tuple[str, list[str]]]:
-    """(dotted field, value per job) for every spec field whose values are not all the same."""
-    flat = [flatten(job.spec) for job in jobs]
-    names = sorted({name for f in flat for name in f} - set(IGNORED_FIELDS))
-    rows = []
-    for name in names:
-        values = [f.get(name, "—") for f in flat]
-        if len(set(values)) > 1:
-            rows.append((name, values))
-    return rows
-
-
-def summary(session: Session, jobs: list[Job]) -> list[CompareRow]:
-    """Figures per job; speedup is samples/s over the first native job's (none without a native job); bound is
-    the executor's analytical speedup from the job's spec (trainer.spec's single-process cost model)."""
-    figures = [pages.job_figures(session, job.id) for job in jobs]
-    native = next((f for job, f in zip(jobs, figures, strict=True) if job.executor == "native"), None)
-    base = native.samples_per_s if native else None
-    return [
-        CompareRow(job, f, (f.samples_per_s / base) if base and f.samples_per_s else None, bound_speedup(job.spec))
-        for job, f in zip(jobs, figures, strict=True)
-    ]
 
 
 def synced_gallery(session: Session, jobs: list[Job], index: int | None) -> dict[str, Any]:
@@ -100,7 +58,7 @@ def compare_gallery(
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
     """The synced gallery's grid alone, swapped by its step slider."""
-    jobs = pages.visible_jobs(session, caller, job[:MAX_JOBS])
+    jobs = pages.visible_jobs(session, caller, job[: compare.MAX_JOBS])
     return render(request, "partials/compare_gallery.html", {"jobs": jobs, **synced_gallery(session, jobs, i)})
 
 
@@ -113,15 +71,14 @@ def compare_page(
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
-    jobs = pages.visible_jobs(session, caller, job[:MAX_JOBS])
+    jobs = pages.visible_jobs(session, caller, job[: compare.MAX_JOBS])
     context: dict[str, Any] = {"section": "compare", "jobs": jobs, "axis": "time" if axis == "time" else "step"}
     if len(jobs) < 2:
         context["recent"] = list_jobs(session, caller, JobFilters(), limit=50).items
         context["picked"] = {j.id for j in jobs}
     else:
         context.update(
-            rows=summary(session, jobs),
-            differences=spec_differences(jobs),
+            comparison=compare.compare(session, caller, [j.id for j in jobs]),
             charts=CHARTS,
             jobs_json=[{"id": j.id, "name": j.name, "executor": j.executor} for j in jobs],
             gallery=synced_gallery(session, jobs, i),

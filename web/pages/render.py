@@ -56,6 +56,11 @@ def num(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def times(value: float | None) -> str:
+    """A speedup or bound: '1.60×', '—' when missing."""
+    return "—" if value is None or not math.isfinite(value) else f"{value:.2f}\u00d7"
+
+
 def gib(value: float | None) -> str:
     return "—" if value is None else f"{value / 2**30:.2f} GiB"
 
@@ -72,7 +77,7 @@ def elapsed(job: Any) -> float | None:
     return max(0.0, (end - _utc(job.started_at)).total_seconds())
 
 
-templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp)
+templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp, times=times)
 templates.env.filters["json_pretty"] = lambda value: orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 # `tojson` through orjson (Jinja still makes the result safe inside HTML): the standard library's encoder was
 # a third of a job page's rendering time.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from server.services.spec_differences import flatten
 from trainer.spec import ALGORITHM_OPTIONS, EXECUTOR_OPTIONS, json_schema, known_rewards, parse_spec
 
 SECTION_ORDER = ("general", "model", "algorithm", "executor", "reward", "prompts", "resources", "samples",
@@ -97,26 +98,6 @@ def default_values() -> dict[str, str]:
         for name, field_prop in sub.get("properties", {}).items():
             if "default" in field_prop and field_prop["default"] is None:
                 flat[f"{section}.{name}"] = ""
-    return flat
-
-
-def flatten(spec: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """{"algorithm": {"group_size": 4}} → {"algorithm.group_size": "4"}; lists of prompts become lines."""
-    flat: dict[str, str] = {}
-    for key, value in spec.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{name}."))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            for i, item in enumerate(value):
-                flat.update(flatten(item, f"{name}.{i}."))
-        elif isinstance(value, list | tuple):
-            sep = ", " if all(isinstance(v, int | float) for v in value) else "\n"
-            flat[name] = sep.join(str(v) for v in value)
-        elif isinstance(value, bool):
-            flat[name] = "true" if value else "false"
-        else:
-            flat[name] = "" if value is None else str(value)
     return flat
 
 

@@ -1,0 +1,58 @@
+"""The compare answer: one row of figures per job, each figure defined once (see `definitions`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from server.schemas.common import FiniteOrNone, UtcDatetime
+
+
+class SharedHost(BaseModel):
+    """Another job that held devices on a host this job ran on, at the same time."""
+
+    job_id: int
+    name: str | None = Field(description="null when the caller may not see that job")
+    host: str
+
+
+class CompareRow(BaseModel):
+    id: int
+    name: str
+    status: str
+    executor: str
+    algorithm: str
+    steps: int
+    samples_per_s: FiniteOrNone = Field(description="see definitions.samples_per_s")
+    speedup: FiniteOrNone = Field(description="samples/s over the native job's in this set; null without one")
+    bound: FiniteOrNone = Field(description="analytical speedup over native on this job's spec")
+    of_bound: FiniteOrNone = Field(description="speedup / bound")
+    peak_memory_bytes: FiniteOrNone
+    final_reward: FiniteOrNone
+    best_reward: FiniteOrNone
+    eval_reward: FiniteOrNone = Field(description="mean reward of the latest eval step's samples")
+    eval_step: int | None
+    started_at: UtcDatetime | None = Field(description="the job's first running event")
+    ended_at: UtcDatetime | None
+    duration_s: FiniteOrNone = Field(description="see definitions.duration_s")
+    shared_with: list[SharedHost]
+
+
+class SpecDifference(BaseModel):
+    field: str
+    values: list[str] = Field(description="one per job, in the order of `jobs`; '—' where a spec leaves it out")
+
+
+class Definitions(BaseModel):
+    samples_per_s: str
+    warmup_steps: int = Field(description="steps left out at the start of each attempt")
+    speedup: str
+    bound: str
+    duration_s: str
+    shared_with: str
+
+
+class Comparison(BaseModel):
+    jobs: list[CompareRow]
+    native_job_id: int | None = Field(description="the job speedups are measured against")
+    differences: list[SpecDifference]
+    definitions: Definitions

@@ -1,0 +1,154 @@
+"""The compare answer: every figure the compare page, `sfumato compare`, the jobs list and `submit --wait` show,
+each defined once, here (samples/s in services.throughput, shared hosts in services.shared_hosts).
+
+The API returns it as it is; the page and the CLI render it; nothing recomputes a figure on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.models import Job, JobEvent, Sample, utcnow
+from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
+from server.services import throughput
+from server.services.auth import Caller
+from server.services.current_points import current_points
+from server.services.errors import FieldErrors, NotFound
+from server.services.metric_reads import key_figures, latest_points
+from server.services.scoping import scope_jobs
+from server.services.shared_hosts import shared_with
+from server.services.spec_differences import spec_differences
+from trainer.spec import bound_speedup
+
+MAX_JOBS = 16
+NATIVE = "native"
+REWARD_KEY = "reward/mean"
+MEMORY_KEY = "memory/peak_bytes"
+DEFINITIONS = Definitions(
+    samples_per_s=throughput.DEFINITION,
+    warmup_steps=throughput.WARMUP_STEPS,
+    speedup="samples/s over the samples/s of the first native job in the set; null when the set has none",
+    bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
+    "forwards per sample per step); null for executors it does not model",
+    duration_s="from the job's first running event to its end (to now while it runs)",
+    shared_with="other jobs that held devices on a host this job held devices on, at an overlapping time",
+)
+
+
+def parse_job_ids(raw: str) -> list[int]:
+    """`1,2,3` → [1, 2, 3], each once, in order; at most MAX_JOBS."""
+    ids: list[int] = []
+    for part in (p.strip() for p in raw.split(",")):
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) < 2**31:
+            raise FieldErrors.one("jobs", f"{part!r} is not a job id; give ids separated by commas, e.g. jobs=1,2,3")
+        ids.append(int(part))
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        raise FieldErrors.one("jobs", "name at least one job id, e.g. jobs=1,2,3")
+    if len(ids) > MAX_JOBS:
+        raise FieldErrors.one("jobs", f"at most {MAX_JOBS} jobs at once; {len(ids)} given")
+    return ids
+
+
+def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> list[Job]:
+    """The jobs, in the order asked; NotFound (404) naming the first the caller cannot see, as for one job."""
+    found = {job.id: job for job in session.scalars(scope_jobs(select(Job).where(Job.id.in_(job_ids)), caller))}
+    missing = [i for i in job_ids if i not in found]
+    if missing:
+        raise NotFound(f"job {missing[0]} not found")
+    return [found[i] for i in job_ids]
+
+
+def _started(session: Session, job_ids: Sequence[int]) -> dict[int, datetime]:
+    """Each job's first running event."""
+    rows = session.execute(
+        select(JobEvent.job_id, func.min(JobEvent.created_at))
+        .where(JobEvent.job_id.in_(job_ids), JobEvent.status == "running")
+        .group_by(JobEvent.job_id)
+    )
+    return {job_id: first for job_id, first in rows}
+
+
+def duration(started: datetime | None, job: Job, now: datetime) -> float | None:
+    """Seconds from the first running event to the job's end (to `now` while it runs)."""
+    if started is None:
+        return None
+    end = job.finished_at or (now if job.status == "running" else None)
+    return max(0.0, (end - started).total_seconds()) if end else None
+
+
+def _eval_reward(session: Session, job_id: int) -> tuple[float | None, int | None]:
+    """The mean reward of the latest eval step's current samples, and that step."""
+    current = current_points(session, job_id)
+    rows = session.execute(
+        select(Sample.step, Sample.attempt, Sample.reward).where(
+            Sample.job_id == job_id, Sample.kind == "eval", Sample.reward.is_not(None)
+        )
+    )
+    by_step: dict[int, list[float]] = {}
+    for step, attempt, reward in rows:
+        if current.is_current(attempt, step):
+            by_step.setdefault(step, []).append(reward)
+    if not by_step:
+        return None, None
+    last = max(by_step)
+    return sum(by_step[last]) / len(by_step[last]), last
+
+
+def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Comparison:
+    """One row per job, in the order asked, and the spec fields that differ."""
+    jobs = visible_jobs(session, caller, job_ids)
+    ids = [job.id for job in jobs]
+    speeds = throughput.samples_per_s(session, ids)
+    started = _started(session, ids)
+    shared = shared_with(session, ids)
+    others = {s.job_id for rows in shared.values() for s in rows}
+    visible_names = dict(
+        session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all()
+    )
+    native = next((job for job in jobs if job.executor == NATIVE), None)
+    base = speeds[native.id] if native else None
+    now = utcnow()
+    rows = []
+    for job in jobs:
+        figures = key_figures(session, job.id, [REWARD_KEY, MEMORY_KEY])
+        final = latest_points(session, job.id, [REWARD_KEY]).get(REWARD_KEY)
+        eval_reward, eval_step = _eval_reward(session, job.id)
+        speed = speeds[job.id]
+        speedup = speed / base if speed is not None and base else None
+        bound = bound_speedup(job.spec)
+        rows.append(
+            CompareRow(
+                id=job.id,
+                name=job.name,
+                status=job.status,
+                executor=job.executor,
+                algorithm=job.algorithm,
+                steps=job.step,
+                samples_per_s=speed,
+                speedup=speedup,
+                bound=bound,
+                of_bound=speedup / bound if speedup is not None and bound else None,
+                peak_memory_bytes=figures[MEMORY_KEY].maximum if MEMORY_KEY in figures else None,
+                final_reward=final.value if final else None,
+                best_reward=figures[REWARD_KEY].maximum if REWARD_KEY in figures else None,
+                eval_reward=eval_reward,
+                eval_step=eval_step,
+                started_at=started.get(job.id),
+                ended_at=job.finished_at,
+                duration_s=duration(started.get(job.id), job, now),
+                shared_with=[
+                    SharedHost(job_id=s.job_id, name=visible_names.get(s.job_id), host=s.host) for s in shared[job.id]
+                ],
+            )
+        )
+    differences = [SpecDifference(field=f, values=v) for f, v in spec_differences([job.spec for job in jobs])]
+    return Comparison(
+        jobs=rows, native_job_id=native.id if native else None, differences=differences, definitions=DEFINITIONS
+    )

@@ -1,0 +1,140 @@
+"""GET /api/v1/compare: one definition per figure, and the jobs list showing the same samples/s."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from server_harness import Harness
+from sqlalchemy import select, update
+
+from server.models import Allocation, Device, Job, JobEvent
+
+THROUGHPUT = "throughput/samples_per_s"
+
+
+def _report(harness: Harness, job_id: int, token: dict[str, str], series: dict[str, list[float]]) -> None:
+    steps = [
+        {"step": step, "wall_time": 1000.0 + step, "values": {key: values[step] for key, values in series.items()}}
+        for step in range(len(next(iter(series.values()))))
+    ]
+    body = {"attempt": 1, "seq": 1, "steps": steps}
+    response = harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=body, headers=token)
+    assert response.status_code == 200, response.text
+
+
+def _job(harness: Harness, executor: str, series: dict[str, list[float]], host_id: int | None = None) -> int:
+    job_id = harness.submit_ok({"name": executor, "executor": {"name": executor}})
+    token = harness.start_job(job_id, host_id=host_id)
+    _report(harness, job_id, token, series)
+    return job_id
+
+
+def _compare(harness: Harness, ids: list[int], headers: dict[str, str] | None = None) -> Any:
+    return harness.client.get(
+        "/api/v1/compare", params={"jobs": ",".join(map(str, ids))}, headers=headers or harness.admin
+    )
+
+
+def test_samples_per_s_is_the_median_after_the_warmup_step_and_speedup_is_over_the_native_job(
+    harness: Harness,
+) -> None:
+    native = _job(harness, "native", {THROUGHPUT: [100.0, 10.0, 12.0, 11.0, 50.0]})
+    lean = _job(harness, "lean_retain", {THROUGHPUT: [1.0, 20.0, 22.0, 24.0]})
+    body = _compare(harness, [lean, native]).json()
+    rows = {row["id"]: row for row in body["jobs"]}
+    assert [row["id"] for row in body["jobs"]] == [lean, native]
+    assert body["definitions"]["warmup_steps"] == 1
+    assert (rows[native]["samples_per_s"], rows[lean]["samples_per_s"]) == (11.5, 22.0)
+    assert body["native_job_id"] == native
+    assert rows[lean]["speedup"] == 22.0 / 11.5 and rows[native]["speedup"] == 1.0
+    assert rows[lean]["of_bound"] == rows[lean]["speedup"] / rows[lean]["bound"]
+
+
+def test_without_a_native_job_there_is_no_speedup(harness: Harness) -> None:
+    lean = _job(harness, "lean_retain", {THROUGHPUT: [1.0, 20.0]})
+    jagg = _job(harness, "jagg", {THROUGHPUT: [1.0, 30.0]})
+    body = _compare(harness, [lean, jagg]).json()
+    assert body["native_job_id"] is None
+    assert [row["speedup"] for row in body["jobs"]] == [None, None]
+    assert [row["samples_per_s"] for row in body["jobs"]] == [20.0, 30.0]
+
+
+def test_the_jobs_list_and_a_job_show_the_samples_per_s_of_the_compare_answer(harness: Harness) -> None:
+    job_id = _job(harness, "native", {THROUGHPUT: [100.0, 10.0, 12.0, 11.0, 50.0]})
+    compared = _compare(harness, [job_id]).json()["jobs"][0]["samples_per_s"]
+    listed = harness.client.get("/api/v1/jobs", headers=harness.admin).json()["items"][0]
+    shown = harness.client.get(f"/api/v1/jobs/{job_id}", headers=harness.admin).json()
+    assert compared == listed["samples_per_s"] == shown["samples_per_s"] == 11.5
+
+
+def test_peak_memory_rewards_and_the_differing_spec_fields(harness: Harness) -> None:
+    series = {"reward/mean": [0.1, 0.5, 0.3], "memory/peak_bytes": [5.0, 9.0, 7.0], THROUGHPUT: [1.0, 2.0, 2.0]}
+    native = _job(harness, "native", series)
+    lean = _job(harness, "lean_retain", series)
+    body = _compare(harness, [native, lean]).json()
+    row = body["jobs"][0]
+    assert (row["peak_memory_bytes"], row["final_reward"], row["best_reward"]) == (9.0, 0.3, 0.5)
+    differences = {d["field"]: d["values"] for d in body["differences"]}
+    assert differences["executor.name"] == ["native", "lean_retain"]
+    assert "name" not in differences
+
+
+def test_duration_runs_from_the_running_event_to_the_end(harness: Harness) -> None:
+    job_id = _job(harness, "native", {THROUGHPUT: [1.0, 2.0]})
+    harness.finish_job(job_id)
+    with harness.session() as session:
+        end = session.get_one(Job, job_id).finished_at
+        assert end is not None
+        session.execute(
+            update(JobEvent)
+            .where(JobEvent.job_id == job_id, JobEvent.status == "running")
+            .values(created_at=end - timedelta(seconds=27))
+        )
+        session.commit()
+    assert _compare(harness, [job_id]).json()["jobs"][0]["duration_s"] == 27.0
+
+
+def test_jobs_that_held_devices_on_one_host_at_once_name_each_other(harness: Harness) -> None:
+    shared_host = harness.add_host("gpu-a", device_type="cpu", count=4)
+    other_host = harness.add_host("gpu-b", device_type="cpu", count=4)
+    first = _job(harness, "native", {THROUGHPUT: [1.0, 2.0]}, host_id=shared_host)
+    second = harness.submit_ok({"name": "beside", "executor": {"name": "lean_retain"}})
+    with harness.session() as session:  # the second takes a device of the same host the first left free
+        held = select(Allocation.device_id).where(Allocation.job_id == first)
+        free = session.scalars(select(Device).where(Device.host_id == shared_host, Device.id.not_in(held))).first()
+        assert free is not None
+        session.add(Allocation(job_id=second, attempt=1, device_id=free.id, host_id=shared_host))
+        session.commit()
+    alone = _job(harness, "lean_retain", {THROUGHPUT: [1.0, 2.0]}, host_id=other_host)
+    rows = {row["id"]: row for row in _compare(harness, [first, second, alone]).json()["jobs"]}
+    assert rows[first]["shared_with"] == [{"job_id": second, "name": "beside", "host": "gpu-a"}]
+    assert [s["job_id"] for s in rows[second]["shared_with"]] == [first]
+    assert rows[alone]["shared_with"] == []
+
+
+def test_a_job_without_metrics_has_its_row_with_empty_figures(harness: Harness) -> None:
+    job_id = harness.submit_ok()
+    row = _compare(harness, [job_id]).json()["jobs"][0]
+    assert row["id"] == job_id
+    assert [row[f] for f in ("samples_per_s", "speedup", "peak_memory_bytes", "final_reward", "duration_s")] == [
+        None
+    ] * 5
+
+
+def test_an_unknown_or_invisible_job_is_404_like_a_missing_job(harness: Harness) -> None:
+    mine = harness.submit_ok()
+    stranger = harness.add_user("eve", "other-team")
+    single = harness.client.get("/api/v1/jobs/999999", headers=harness.admin)
+    unknown = _compare(harness, [mine, 999999])
+    invisible = _compare(harness, [mine], headers=stranger)
+    assert single.status_code == unknown.status_code == invisible.status_code == 404
+    assert unknown.json() == single.json()
+    assert invisible.json() == {"detail": f"job {mine} not found"}
+
+
+def test_more_than_sixteen_jobs_is_refused_naming_the_field(harness: Harness) -> None:
+    response = _compare(harness, list(range(1, 18)))
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "jobs"
+    assert "at most 16" in response.json()["detail"][0]["message"]
