@@ -57,7 +57,7 @@ def num(value: float | None, digits: int = 3) -> str:
 
 
 def times(value: float | None) -> str:
-    """A speedup or bound: '1.60×', '—' when missing."""
+    """A speedup or bound: '1.60x' (with a multiplication sign), '—' when missing."""
     return "—" if value is None or not math.isfinite(value) else f"{value:.2f}\u00d7"
 
 
