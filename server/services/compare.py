@@ -109,9 +109,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
     started = _started(session, ids)
     shared = shared_with(session, ids)
     others = {s.job_id for rows in shared.values() for s in rows}
-    visible_names = dict(
-        session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all()
-    )
+    visible_names = dict(session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all())
     native = next((job for job in jobs if job.executor == NATIVE), None)
     base = speeds[native.id] if native else None
     now = utcnow()
