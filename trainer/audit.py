@@ -37,6 +37,8 @@ from trainer.spec import JobSpec, SpecError, parse_spec
 # Relative L2 each exact executor must stay within (§6.1 table; digenrl with staleness forced to 0);
 # others are reported only.
 THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
+# The bound of each exactness class (executors.md §1): E0 bitwise, E1 up to floating-point reassociation.
+CLASS_BOUNDS = {"E0": 0.0, "E1": 1e-5}
 WORST_TENSORS = 5
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import torch
 
 from tests.executors.conftest import audit_spec
 from tests.trainer.conftest import read_metrics, write_spec
+from trainer.audit import CLASS_BOUNDS, AuditSession
 from trainer.run import run
+from trainer.spec import parse_spec
 
 ALGORITHM = {"inner_epochs": 2, "total_steps": 2}
 
@@ -43,17 +44,28 @@ def test_hybrid_lean_retain_takes_the_same_two_updates_a_step_as_native(
         assert torch.equal(hybrid_model[name], weight), name
 
 
-def test_hybrid_lean_reweight_ends_its_step_with_native_s_weights(
-    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+def test_hybrid_lean_reweight_takes_native_s_two_updates_within_its_class_bound(
+    sfumato_home: Path, tiny_model_dir: Path
 ) -> None:
-    """Reweight's first update is native's up to rounding (E1), so the weights agree closely, not bitwise."""
-    from diffusers import SD3Transformer2DModel
+    """Reweight's first update is native's up to rounding (E1), the second is native's re-forward; both
+    gradients, before clipping, stay within the E1 bound. Weights are not compared: AdamW's first steps
+    are about lr·sign(g), so rounding in a near-zero gradient component moves a weight by up to 2·lr."""
+    executor = {"name": "lean_reweight", "after_first_update": "native"}
+    session = AuditSession(parse_spec(audit_spec(algorithm=ALGORITHM, executor=executor)), ["native", "lean_reweight"])
+    native, hybrid = update_gradients(session, "native"), update_gradients(session, "lean_reweight")
 
-    native, native_out = train(tmp_path, {"name": "native"})
-    hybrid, hybrid_out = train(tmp_path, {"name": "lean_reweight", "after_first_update": "native"})
+    assert len(native) == len(hybrid) == ALGORITHM["inner_epochs"]
+    for want, got in zip(native, hybrid, strict=True):
+        assert float((got - want).norm() / want.norm()) <= CLASS_BOUNDS["E1"]
 
-    assert [m["grad_norm"] for m in hybrid] == pytest.approx([m["grad_norm"] for m in native], rel=1e-4)
-    native_model = SD3Transformer2DModel.from_pretrained(native_out / "model").state_dict()
-    hybrid_model = SD3Transformer2DModel.from_pretrained(hybrid_out / "model").state_dict()
-    for name, weight in native_model.items():
-        torch.testing.assert_close(hybrid_model[name], weight, atol=1e-6, rtol=0, msg=name)
+
+def update_gradients(session: AuditSession, name: str) -> list[torch.Tensor]:
+    """The gradient each optimizer update of one step clips, flattened."""
+    seen: list[torch.Tensor] = []
+
+    def keep(event: str, grads: list[torch.Tensor]) -> None:
+        if event == "clip":
+            seen.append(torch.cat([g.reshape(-1) for g in grads]).double())
+
+    session.capture(name, (keep,))
+    return seen

@@ -1,0 +1,79 @@
+"""Time-step parallel replay (TSP, executors.md §3.6): digenrl's trainer replays one unit's K trained
+steps as batched forwards/backwards of up to ``executor.timestep_batch`` rows instead of K sequential
+ones. The loss is native's clipped surrogate with ρ = exp(ℓ_θ − ℓ_old) against the *generating*
+policy's log-prob (+ β·KL against the reference), each batch scaled by rows/(NK), so the trainer pool's
+summed gradient is native's up to the batched kernels' rounding (class E1).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trainer.algorithms.base import StepPlan
+from trainer.executors.step_report import StepReport
+from trainer.executors.units import Unit
+from trainer.job import StepTerms, TrainingJob
+from trainer.layout import SampleBatch
+from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.models.base import Conditioning
+from trainer.rollout import Trajectory
+from trainer.sampling.sde_step import sde_step
+
+
+def replay_unit(
+    job: TrainingJob,
+    unit: Unit,
+    advantage: float,
+    plan: StepPlan,
+    batch: SampleBatch,
+    total: int,
+    report: StepReport,
+) -> list[torch.Tensor]:
+    """Backward the unit's trained steps into ``.grad``, batch by batch; returns each batch's clip mask."""
+    spec, algorithm = job.spec.algorithm, job.algorithm
+    steps = plan.trained[unit.sample_id]
+    trained = len(steps)
+    width = job.spec.executor.timestep_batch or trained
+    prompt = batch.prompts[unit.sample_id]
+    weight = 1.0 if plan.weights is None else float(plan.weights[unit.sample_id])
+    device = job.dist.device
+    clipped: list[torch.Tensor] = []
+    for start in range(0, trained, width):
+        index = steps[start : start + width]
+        rows = len(index)
+        x, x_next = unit.latents[index].to(device), unit.latents[index + 1].to(device)
+        sigma = algorithm.sigmas[index].float().to(device)
+        cond = job.conditioning([prompt] * rows)
+        uncond = job.unconditional(rows)
+        velocity = job.family.velocity(job.policy, x, sigma, cond, uncond, spec.cfg_scale)
+        out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next)
+        old = unit.log_probs[index].to(device)
+        advantages = torch.full((rows,), advantage, device=device)
+        weights = None if plan.weights is None else torch.full((rows,), weight, device=device)
+        terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
+        loss, kl = terms.loss, torch.zeros(())
+        if spec.kl_beta > 0:
+            kl = flow_grpo_kl(out.mean, reference_mean(job, x, index, sigma, cond, uncond, x_next), out.kl_std)
+            loss = loss + spec.kl_beta * kl
+        (loss * rows / (total * trained)).backward()
+        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
+        report.add(StepTerms(loss, float(kl), terms.ratio, terms.clipped, approx_kl))
+        clipped.append(terms.clipped)
+    return clipped
+
+
+def reference_mean(
+    job: TrainingJob,
+    x: torch.Tensor,
+    index: torch.Tensor,
+    sigma: torch.Tensor,
+    cond: Conditioning,
+    uncond: Conditioning | None,
+    x_next: torch.Tensor,
+) -> torch.Tensor:
+    """μ_ref of the replayed steps under the reference weights (no grad)."""
+    algorithm = job.algorithm
+    carrier = Trajectory(x, torch.empty(0), cond, uncond, torch.empty(0))
+    with torch.no_grad():
+        velocity = job.reference_velocity(x, sigma, carrier)
+        return sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next).mean
