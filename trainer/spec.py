@@ -549,18 +549,12 @@ class JobSpec(_Section):
 
 
 def retained_graph_bound(spec: JobSpec) -> int:
-    """Sample-step graphs lean_retain keeps per rank until the rewards arrive: every local sample
-    forwards each rollout step that any local sample trains, with grad, in one batch."""
+    """Sample-step graphs lean_retain keeps per rank until the rewards arrive: each local sample keeps
+    one per step it trains (only rows that train at a step forward it with grad)."""
     algo = spec.algorithm
     local = algo.prompts_per_step * algo.group_size // spec.world_size
     trained: int = algo.train_timesteps  # type: ignore[assignment]
-    if algo.name == "dance_grpo":
-        steps = min(algo.sampling_steps - 1, local * trained)
-    elif algo.name == "flash_grpo":
-        steps = min(algo.candidate_steps or 1, algo.prompts_per_step)
-    else:
-        steps = trained
-    return local * steps
+    return local * trained
 
 
 def _available(names: tuple[str, ...], unavailable: frozenset[str]) -> str:

@@ -1,9 +1,12 @@
-"""The rollout the Lean executors run: trained steps forwarded *with grad*, the rest without.
+"""The rollout the Lean executors run: the rows that train at a step forwarded *with grad*, the rest without.
 
-It reproduces ``trainer.rollout.rollout`` operation for operation (same per-sample noise
-streams, same batch shape for the rows given, same step math), so a graph kept from it is the
-graph native's re-forward would build (executors.md §2, "redundant recompute"). The next
-latent is always detached, so graphs never chain across steps. In replay mode
+It reproduces ``trainer.rollout.rollout`` operation for operation (same per-sample noise streams,
+same step math), so a graph kept from it is the graph native's re-forward would build (executors.md
+§2, "redundant recompute"). Only rows that train at step i carry a graph there: where some rows train
+and others do not (DanceGRPO's and Flash-GRPO's per-sample steps), the step runs as two forwards, the
+training rows with grad and the others without, so the backward later touches exactly the rows
+native's re-forwards do. When every row trains at the same steps (Flow-GRPO) the batch shape is the
+rollout's own. The next latent is always detached, so graphs never chain across steps. In replay mode
 (``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise (§6.1).
 """
 
@@ -25,10 +28,11 @@ from trainer.seeding import sample_generator
 
 @dataclass
 class TrainedForward:
-    """One rollout step's with-grad forward over the rows rolled out together."""
+    """One rollout step's with-grad forward over the rows that train there."""
 
     step: int
-    out: StepOutput  # log_prob [rows] and mean carry the graph
+    rows: list[int]  # positions, in the rows rolled out together, of the forward's rows
+    out: StepOutput  # log_prob [len(rows)] and mean carry the graph
     reference_mean: torch.Tensor | None  # no-grad μ_ref when kl_beta > 0
 
 
@@ -56,7 +60,7 @@ def rollout_with_graphs(
     job: TrainingJob, batch: SampleBatch, plan: StepPlan, rows: list[int], on_trained: Callable[[TrainedForward], None]
 ) -> Trajectory:
     """Roll out ``rows`` of the batch together; hand each trained step's forward to ``on_trained``."""
-    family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
+    family, algorithm = job.family, job.algorithm
     selected = torch.tensor(rows, dtype=torch.long)
     cond = job.conditioning([batch.prompts[r] for r in rows])
     uncond = job.unconditional(len(rows))
@@ -67,28 +71,54 @@ def rollout_with_graphs(
     x = initial_noise(generators, family.latent_shape, device) if replay is None else replay.latents[selected, 0]
     latents = [x]
     log_probs = torch.full((len(rows), algorithm.steps), float("nan"), device=device)
+    everyone = list(range(len(rows)))
     for i in range(algorithm.steps):
-        stochastic = sde[:, i]
-        with_grad = bool((trained == i).any())
-        index = torch.full((len(rows),), i, dtype=torch.long)
-        with torch.set_grad_enabled(with_grad):
-            if replay is None:
-                x_next, out = denoise_step(
-                    family, job.policy, algorithm, x, i, stochastic, generators, cond, uncond, cfg
+        training = (trained == i).any(dim=1)
+        split = [[r for r in everyone if bool(training[r])], [r for r in everyone if not training[r]]]
+        x_next = torch.empty_like(x)
+        for part, with_grad in zip(split, (True, False), strict=True):
+            if not part:
+                continue
+            index = torch.tensor(part, dtype=torch.long)
+            part_cond, part_uncond = cond.index(index), None if uncond is None else uncond.index(index)
+            stored = None if replay is None else replay.latents[selected[index], i + 1]
+            with torch.set_grad_enabled(with_grad):
+                step_next, out = step_rows(
+                    job, x[index], i, sde[index, i], [generators[r] for r in part], part_cond, part_uncond, stored
                 )
-            else:
-                x_next = replay.latents[selected, i + 1]
-                sigma = algorithm.sigmas[index].float().to(device)
-                velocity = family.velocity(job.policy, x, sigma, cond, uncond, cfg)
-                out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next)
-        log_probs[:, i] = torch.where(stochastic.to(device), out.log_prob.detach(), log_probs[:, i])
-        x = x_next.detach()
-        if with_grad:
-            reference = None
-            if job.spec.algorithm.kl_beta > 0:
-                reference = reference_mean(job, latents[-1], index, cond, uncond, x)
-            on_trained(TrainedForward(i, out, reference))
+            stochastic = sde[index, i].to(device)
+            log_probs[index, i] = torch.where(stochastic, out.log_prob.detach(), log_probs[index, i])
+            x_next[index] = step_next.detach()
+            if with_grad:
+                reference = None
+                if job.spec.algorithm.kl_beta > 0:
+                    steps = torch.full((len(part),), i, dtype=torch.long)
+                    reference = reference_mean(job, x[index], steps, part_cond, part_uncond, x_next[index])
+                on_trained(TrainedForward(i, part, out, reference))
+        x = x_next
         latents.append(x)
     stacked = torch.stack(latents, dim=1)
     images = family.decode(stacked[:, -1]) if replay is None else replay.images[selected]
     return Trajectory(stacked, log_probs, cond, uncond, images)
+
+
+def step_rows(
+    job: TrainingJob,
+    x: torch.Tensor,
+    step: int,
+    stochastic: torch.Tensor,
+    generators: list[torch.Generator],
+    cond: Conditioning,
+    uncond: Conditioning | None,
+    stored_next: torch.Tensor | None,
+) -> tuple[torch.Tensor, StepOutput]:
+    """x_i → x_{i+1} for some rows, under the caller's grad mode: the rollout's own step, or in replay
+    mode the step toward the stored x_{i+1}."""
+    family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
+    if stored_next is None:
+        return denoise_step(family, job.policy, algorithm, x, step, stochastic, generators, cond, uncond, cfg)
+    index = torch.full((x.shape[0],), step, dtype=torch.long)
+    sigma = algorithm.sigmas[index].float().to(x.device)
+    velocity = family.velocity(job.policy, x, sigma, cond, uncond, cfg)
+    out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, stored_next)
+    return stored_next, out

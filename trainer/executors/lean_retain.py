@@ -3,11 +3,14 @@
 
 The rank's samples are rolled out together, in the batch shape native re-forwards, with every
 trained step forwarded with grad; its log-prob graph is kept and the next latent detached.
-After scoring, each kept graph is backwarded with native's exact surrogate (ρ = exp(ℓ − ℓ_old),
-which is 1, clipped, + β·KL with μ_ref taken during the rollout), one backward per training
-position in native's order, so the gradient is native's bit for bit (class E0). Since the whole
-local batch is one round, the advantages (global std and clip included) are final before any
-backward. A graph shared by several positions (DanceGRPO) is retained until its last use.
+After scoring, native's exact surrogate (ρ = exp(ℓ − ℓ_old), which is 1, clipped, + β·KL with μ_ref
+taken during the rollout) is formed per training position from the kept graphs, and every graph is
+backwarded exactly once, so the backward touches the rows native's re-forwards do (only rows that train
+at a step carry a graph there, graph_rollout.py). Positions whose rows share no graph (Flow-GRPO: one
+step per position, all rows) are backwarded one by one in native's order, so the gradient is native's
+bit for bit (class E0); positions linked by shared graphs (DanceGRPO's and Flash-GRPO's per-sample
+steps) are summed and backwarded once, which sums in another order (class E1). Since the whole local
+batch is one round, the advantages (global std and clip included) are final before any backward.
 
 Memory guard: when ``retained_graph_bound`` exceeds ``executor.max_retained_graphs`` the spec
 is refused, unless ``on_memory_guard`` declares a fallback schedule, which then runs every step.
@@ -59,7 +62,7 @@ class LeanRetainExecutor(Executor):
         graphs: dict[int, TrainedForward] = {}
         rows = len(batch.prompts)
         trajectory = rollout_with_graphs(job, batch, plan, list(range(rows)), lambda f: graphs.__setitem__(f.step, f))
-        retained = len(graphs) * rows
+        retained = sum(len(forward.rows) for forward in graphs.values())
         rolled = time.perf_counter()
         scores = job.score(trajectory, batch)
         advantages, stats, rewards = job.advantages(scores, batch)
@@ -67,16 +70,14 @@ class LeanRetainExecutor(Executor):
 
         report = StepReport()
         trained = plan.trained.shape[1]
-        last_use = {int(step): position for position in range(trained) for step in plan.trained[:, position]}
-        for position in range(trained):
-            steps = [int(s) for s in plan.trained[:, position]]
-            terms = self.step_terms(graphs, steps, trajectory, plan, advantages)
-            keep = any(last_use[s] > position for s in set(steps))
-            (terms.loss / trained).backward(retain_graph=keep)
-            report.add(terms)
-            for step in set(steps):
-                if last_use[step] == position:
-                    del graphs[step]
+        for positions in backward_groups(plan):
+            losses = []
+            for position in positions:
+                terms = self.step_terms(graphs, plan.trained[:, position].tolist(), trajectory, plan, advantages)
+                losses.append(terms.loss / trained)
+                report.add(terms)
+            sum(losses).backward()  # type: ignore[union-attr]
+        graphs.clear()
         synced = time.perf_counter()
         job.synchronize_gradients()
         sync_seconds = time.perf_counter() - synced
@@ -105,16 +106,22 @@ class LeanRetainExecutor(Executor):
         """Native's loss at one training position, from the kept graphs instead of a re-forward."""
         spec = self.job.spec.algorithm
         rows = torch.arange(len(steps))
-        if len(set(steps)) == 1:
-            kept = graphs[steps[0]]
-            log_prob, mean, kl_std, reference = kept.out.log_prob, kept.out.mean, kept.out.kl_std, kept.reference_mean
-        else:  # per-row steps (DanceGRPO): each row's own graph
-            log_prob = torch.stack([graphs[s].out.log_prob[r] for r, s in enumerate(steps)])
-            mean = torch.stack([graphs[s].out.mean[r] for r, s in enumerate(steps)])
-            kl_std = torch.stack([graphs[s].out.kl_std[r] for r, s in enumerate(steps)])
+        kept = [(graphs[s], graphs[s].rows.index(r)) for r, s in enumerate(steps)]
+        if len(set(steps)) == 1 and kept[0][0].rows == rows.tolist():  # one graph holds the position
+            forward = kept[0][0]
+            log_prob, mean, kl_std, reference = (
+                forward.out.log_prob,
+                forward.out.mean,
+                forward.out.kl_std,
+                forward.reference_mean,
+            )
+        else:  # per-row steps (DanceGRPO, Flash-GRPO): each row from the graph of its own step
+            log_prob = torch.stack([f.out.log_prob[n] for f, n in kept])
+            mean = torch.stack([f.out.mean[n] for f, n in kept])
+            kl_std = torch.stack([f.out.kl_std[n] for f, n in kept])
             reference = None
             if spec.kl_beta > 0:
-                reference = torch.stack([graphs[s].reference_mean[r] for r, s in enumerate(steps)])  # type: ignore[index]
+                reference = torch.stack([f.reference_mean[n] for f, n in kept])  # type: ignore[index]
         old = trajectory.log_probs[rows, torch.tensor(steps)]
         weights = None if plan.weights is None else plan.weights.to(old.device)
         terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
@@ -124,3 +131,26 @@ class LeanRetainExecutor(Executor):
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((log_prob.detach() - old) ** 2).mean())
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
+
+
+def backward_groups(plan: StepPlan) -> list[list[int]]:
+    """Training positions in native's order, joined where their rows share a kept graph (the same step),
+    so that one backward per group consumes every graph exactly once."""
+    owner: dict[int, int] = {}  # step → the first position using it
+    parent = list(range(plan.trained.shape[1]))
+
+    def root(position: int) -> int:
+        while parent[position] != position:
+            position = parent[position]
+        return position
+
+    for position in range(plan.trained.shape[1]):
+        for step in set(plan.trained[:, position].tolist()):
+            if step in owner:
+                parent[root(position)] = root(owner[step])
+            else:
+                owner[step] = position
+    groups: dict[int, list[int]] = {}
+    for position in range(plan.trained.shape[1]):
+        groups.setdefault(root(position), []).append(position)
+    return list(groups.values())
