@@ -16,13 +16,14 @@ from sfumato.errors import (
     ValidationFailed,
     WaitTimeout,
 )
-from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
+from sfumato.models import ApiToken, ComparedJob, Comparison, Host, Job, LogLine, MetricSeries, Sample
 
 __all__ = [
     "APIError",
     "ApiToken",
     "AuthenticationError",
     "Client",
+    "ComparedJob",
     "Comparison",
     "ConfigError",
     "Conflict",

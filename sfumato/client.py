@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -30,9 +29,6 @@ API = "/api/v1"
 # The server's limits: keys per metrics request, and steps per series.
 MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
-THROUGHPUT_KEY = "throughput/samples_per_s"
-PEAK_MEMORY_KEY = "memory/peak_bytes"
-REWARD_KEY = "reward/mean"
 
 
 class Client:
@@ -254,42 +250,11 @@ class Client:
 
     # -- comparisons, hosts, tokens -----------------------------------------------------------------
 
-    def compare(self, job_ids: Iterable[int]) -> list[Comparison]:
-        """One row per job: executor, mean samples/s, speedup over the native job among them, peak memory
-        (max of `memory/peak_bytes`) and final reward (last `reward/mean`).
-
-        Samples/s is the mean of `throughput/samples_per_s` over the steps, leaving out the first step
-        (compilation and warm-up) when there are more. The speedup is None when no job is native.
-        """
-        rows = []
-        for job_id in job_ids:
-            job = self.job(job_id)
-            series = self.metrics(job_id, [THROUGHPUT_KEY, PEAK_MEMORY_KEY, REWARD_KEY], max_points=MAX_POINTS)
-            throughput = [v for _, v in series[THROUGHPUT_KEY].points()] if THROUGHPUT_KEY in series else []
-            if len(throughput) > 1:
-                throughput = throughput[1:]
-            memory = [v for _, v in series[PEAK_MEMORY_KEY].points()] if PEAK_MEMORY_KEY in series else []
-            reward = series[REWARD_KEY].last() if REWARD_KEY in series else job.last_reward
-            rows.append(
-                Comparison(
-                    id=job.id,
-                    name=job.name,
-                    status=job.status,
-                    executor=job.executor,
-                    algorithm=job.algorithm,
-                    steps=job.step,
-                    samples_per_s=fmean(throughput) if throughput else job.samples_per_s,
-                    speedup_vs_native=None,
-                    peak_memory_bytes=max(memory) if memory else None,
-                    final_reward=reward,
-                )
-            )
-        native = next((r for r in rows if r.executor == "native" and r.samples_per_s), None)
-        if native is not None and native.samples_per_s:
-            for row in rows:
-                if row.samples_per_s is not None:
-                    row.speedup_vs_native = row.samples_per_s / native.samples_per_s
-        return rows
+    def compare(self, job_ids: Iterable[int]) -> Comparison:
+        """The server's compare answer: per job its samples/s (the median after a warm-up, stated in
+        `definitions`), speedup over the native job among them (None without one), analytical bound, peak
+        memory, rewards, duration and the jobs it shared a host with; and the spec fields that differ."""
+        return Comparison.model_validate(self._get("/compare", jobs=",".join(str(i) for i in job_ids)))
 
     def hosts(self) -> list[Host]:
         """Worker hosts with their devices and which job holds each."""

@@ -133,8 +133,16 @@ class ApiToken(_Model):
     token: str | None = None
 
 
-class Comparison(_Model):
-    """One job's row in `Client.compare`: throughput, speedup over the native job, memory and reward."""
+class SharedHost(_Model):
+    """Another job that held devices on a host the compared job ran on, at the same time."""
+
+    job_id: int
+    name: str | None = None
+    host: str
+
+
+class ComparedJob(_Model):
+    """One job's figures in a `Comparison`, as the server defines them (see `Comparison.definitions`)."""
 
     id: int
     name: str
@@ -142,7 +150,31 @@ class Comparison(_Model):
     executor: str
     algorithm: str
     steps: int
-    samples_per_s: float | None
-    speedup_vs_native: float | None
-    peak_memory_bytes: float | None
-    final_reward: float | None
+    samples_per_s: float | None = None
+    speedup: float | None = None
+    bound: float | None = None
+    of_bound: float | None = None
+    peak_memory_bytes: float | None = None
+    final_reward: float | None = None
+    best_reward: float | None = None
+    eval_reward: float | None = None
+    eval_step: int | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    duration_s: float | None = None
+    shared_with: list[SharedHost] = []
+
+
+class SpecDifference(_Model):
+    field: str
+    values: list[str]
+
+
+class Comparison(_Model):
+    """`Client.compare`'s answer: a row per job, the job speedups are over, the spec fields that differ, and
+    what each figure means (`definitions`, e.g. the warm-up samples/s leaves out)."""
+
+    jobs: list[ComparedJob]
+    native_job_id: int | None = None
+    differences: list[SpecDifference] = []
+    definitions: dict[str, Any] = {}

@@ -84,6 +84,23 @@ def number(value: float | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def times(value: float | None) -> str:
+    """A speedup or bound as the compare page shows it: 1.60 and a multiplication sign."""
+    return "-" if value is None or not math.isfinite(value) else f"{value:.2f}\u00d7"
+
+
+def duration(seconds: float | None) -> str:
+    """As the pages show it: '45 s', '12 min 03 s', '2 h 05 min'."""
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
 def size(value: float | None) -> str:
     """Bytes as a short human size: 1.5 GiB."""
     if value is None:

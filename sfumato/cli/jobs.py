@@ -12,7 +12,21 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from sfumato import Client, Job
-from sfumato.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, size, steps, when
+from sfumato.cli.common import (
+    JsonOption,
+    client,
+    client_command,
+    duration,
+    err,
+    fail,
+    number,
+    out,
+    print_json,
+    size,
+    steps,
+    times,
+    when,
+)
 from sfumato.export import Format, write_csv, write_table
 
 
@@ -190,19 +204,20 @@ def retry(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
 
 @client_command
 def compare(
-    job_ids: Annotated[list[int], typer.Argument(help="two or more job ids, e.g. the same spec under each executor")],
+    job_ids: Annotated[list[int], typer.Argument(help="job ids (at most 16), e.g. the same spec under each executor")],
     as_json: JsonOption = False,
 ) -> None:
-    """Executors side by side: mean samples/s, speedup over the native job, peak memory, final reward."""
-    rows = client().compare(job_ids)
+    """Executors side by side, as the server computes them (the compare page shows the same answer)."""
+    answer = client().compare(job_ids)
     if as_json:
-        print_json([row.to_json() for row in rows])
+        print_json(answer.to_json())
         return
     table = Table(header_style="bold")
-    for column in ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "PEAK MEMORY", "FINAL REWARD"):
+    columns = ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "BOUND", "PEAK MEMORY",
+               "FINAL REWARD", "EVAL REWARD", "DURATION")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column in ("NAME", "EXECUTOR", "STATUS") else "right")
-    for row in rows:
-        speedup = f"{row.speedup_vs_native:.2f}x" if row.speedup_vs_native is not None else "-"
+    for row in answer.jobs:
         table.add_row(
             str(row.id),
             row.name,
@@ -210,13 +225,21 @@ def compare(
             row.status,
             str(row.steps),
             number(row.samples_per_s, 3),
-            speedup,
+            times(row.speedup),
+            times(row.bound),
             size(row.peak_memory_bytes),
-            number(row.final_reward),
+            number(row.final_reward, 3),
+            number(row.eval_reward, 3),
+            duration(row.duration_s),
         )
     out.print(table)
-    if not any(row.executor == "native" for row in rows):
+    err.print(f"samples/s: {answer.definitions.get('samples_per_s', '')}", markup=False)
+    if answer.native_job_id is None:
         err.print("no native job among them: no speedup to show", markup=False)
+    for row in answer.jobs:
+        if row.shared_with:
+            others = ", ".join(f"job {s.job_id} on {s.host}" for s in row.shared_with)
+            err.print(f"warning: job {row.id} shared a host with {others}: its timing is not its own", markup=False)
 
 
 @client_command

@@ -6,27 +6,17 @@ Without /usr/bin/chromium they skip with one line, unless SFUMATO_TEST_REQUIRE_B
 from __future__ import annotations
 
 import os
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 from browser_support import Live, PageProbe
-from page_fixtures import PASSWORD, build_home, make_app
+from page_fixtures import PASSWORD, build_home, make_app, served
 
 CHROMIUM = Path("/usr/bin/chromium")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -38,18 +28,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     home = tmp_path_factory.mktemp("platform")
     world = build_home(home)
     app = make_app(home)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    yield Live(f"http://127.0.0.1:{port}", world, app)
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app) as url:
+        yield Live(url, world, app)
 
 
 @pytest.fixture(scope="session")

@@ -71,7 +71,8 @@ def test_read_commands_print_json_that_parses(
             "native",
         )
     elif command[0] == "compare":
-        assert [row["executor"] for row in data] == ["native", "lean_retain"] and data[0]["speedup_vs_native"] == 1.0
+        rows = data["jobs"]
+        assert [row["executor"] for row in rows] == ["native", "lean_retain"] and rows[0]["speedup"] == 1.0
     elif command[0] == "hosts":
         assert [h["name"] for h in data] == [live_platform.host_name] and len(data[0]["devices"]) == 3
     else:
@@ -95,7 +96,7 @@ def test_compare_prints_executor_throughput_speedup_memory_and_reward(env: dict[
         assert header in table
     rows = {line.split("│")[3].strip(): line for line in table.splitlines() if "│" in line and "succeeded" in line}
     assert set(rows) == {"native", "lean_retain"}
-    assert "1.00x" in rows["native"] and "MiB" in rows["lean_retain"]
+    assert "1.00\u00d7" in rows["native"] and "MiB" in rows["lean_retain"]
 
 
 def test_export_writes_a_row_per_step_as_csv_and_parquet(

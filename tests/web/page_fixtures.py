@@ -5,11 +5,17 @@ from __future__ import annotations
 import io
 import math
 import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
 
+import uvicorn
 from argon2 import PasswordHasher
 from fastapi import FastAPI
 from PIL import Image, ImageOps
@@ -58,6 +64,27 @@ def csrf_of(html: str) -> str:
 def make_app(home: Path) -> FastAPI:
     """The real app (create_app) on the SQLite database and artifact folder under `home`."""
     return create_app(Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}", secret_key="test-secret"))
+
+
+@contextmanager
+def served(app: FastAPI) -> Iterator[str]:
+    """`app` under a live uvicorn on a free port, in a thread; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def build_home(home: Path) -> World:
@@ -164,6 +191,22 @@ def add_samples(session: Session, job: Job, artifact_root: Path, steps: list[int
                 )
 
 
+def add_history(session: Session, job: Job) -> None:
+    """The job's status events up to its status, timed by its started_at and finished_at where set."""
+    history = ["queued", "scheduled", "running", job.status] if job.status != "queued" else ["queued"]
+    times = {"running": job.started_at} | ({job.status: job.finished_at} if job.finished_at else {})
+    session.add_all(
+        JobEvent(
+            job_id=job.id,
+            attempt=1,
+            status=status,
+            message=f"{status} by the tests",
+            created_at=times.get(status) or utcnow(),
+        )
+        for status in dict.fromkeys(history)
+    )
+
+
 def seed_world(session: Session, artifact_root: Path) -> World:
     """Two users in one team, a host with GPUs, and jobs in every interesting state."""
     hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)  # cheap for tests; verify reads them
@@ -247,10 +290,6 @@ def seed_world(session: Session, artifact_root: Path) -> World:
         make_job(session, admin, team, "waiting-urgent", "native", priority=5, wait_reason="devices busy"),
     ]
     for job in [running, *finished, hostile, *queued]:
-        history = ["queued", "scheduled", "running", job.status] if job.status != "queued" else ["queued"]
-        session.add_all(
-            JobEvent(job_id=job.id, attempt=1, status=status, message=f"{status} by the tests")
-            for status in dict.fromkeys(history)
-        )
+        add_history(session, job)
     session.commit()
     return World(admin, member, token, running, finished, hostile, queued)

@@ -61,6 +61,16 @@ def times(value: float | None) -> str:
     return "—" if value is None or not math.isfinite(value) else f"{value:.2f}\u00d7"
 
 
+def size(value: float | None) -> str:
+    """Bytes in the unit that fits, as the CLI shows them: '512 B', '7.6 GiB'."""
+    if value is None:
+        return "—"
+    units, exponent = ("B", "KiB", "MiB", "GiB", "TiB"), 0
+    while abs(value) >= 1024 and exponent < len(units) - 1:
+        value, exponent = value / 1024, exponent + 1
+    return f"{value:.0f} B" if exponent == 0 else f"{value:.1f} {units[exponent]}"
+
+
 def gib(value: float | None) -> str:
     return "—" if value is None else f"{value / 2**30:.2f} GiB"
 
@@ -77,7 +87,7 @@ def elapsed(job: Any) -> float | None:
     return max(0.0, (end - _utc(job.started_at)).total_seconds())
 
 
-templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp, times=times)
+templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp, times=times, size=size)
 templates.env.filters["json_pretty"] = lambda value: orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 # `tojson` through orjson (Jinja still makes the result safe inside HTML): the standard library's encoder was
 # a third of a job page's rendering time.
