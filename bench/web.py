@@ -224,37 +224,31 @@ async def server_ms(client: httpx.AsyncClient, url: str, runs: int) -> tuple[flo
     return statistics.median(samples), samples, len(first.content)
 
 
-def chart_query(chart: dict[str, Any]) -> str:
-    keys = list(chart["keys"]) + ([chart["band"][1]] if chart.get("band") else [])
-    return f"keys={','.join(keys)}&prefixes={','.join(chart.get('prefixes', []))}&max_points={MAX_POINTS}"
+def chart_keys(chart: dict[str, Any]) -> list[str]:
+    """The keys the job page's chart asks the API for (web/static/charts.js chartKeys): its own, every
+    reported key under one of its prefixes, and its band's half-width."""
+    band = chart["band"][1] if chart.get("band") else None
+    keys = [k for k in chart["keys"] if k in BIG_KEYS]
+    keys += [k for k in BIG_KEYS if k.startswith(tuple(chart.get("prefixes", []))) and k not in keys and k != band]
+    return keys + ([band] if band in BIG_KEYS and chart["band"][0] in keys else [])
 
 
 def cases(world: dict[str, Any]) -> list[tuple[str, str, float | None]]:
     """(what, URL, target ms); target None: measured for the record."""
     big = world["big"]
     compare = [big, *world["ids"][1:8]]
+    api = f"/api/v1/jobs/{big}/metrics"
     out: list[tuple[str, str, float | None]] = [
         ("Job page HTML (1M-point job)", f"/jobs/{big}", 150),
+        ("Chart keys (the charts' first read, and each poll)", f"{api}/keys", 100),
     ]
     for chart in CHARTS:
-        out.append((f"Chart data: {chart['title']}", f"/jobs/{big}/metrics.json?{chart_query(chart)}", 100))
-    all_keys = ",".join(dict.fromkeys(k for c in CHARTS for k in [*c["keys"], *(c.get("band") or [])]))
-    prefixes = ",".join(dict.fromkeys(p for c in CHARTS for p in c.get("prefixes", [])))
-    out += [
-        (
-            "Live append (all charts, last 50 steps)",
-            f"/jobs/{big}/metrics.json?keys={all_keys}&prefixes={prefixes}&after_step={BIG_STEPS - 51}",
-            100,
-        ),
-        ("Compare page HTML (8 jobs)", "/compare?" + "&".join(f"job={i}" for i in compare), 300),
-    ]
+        if keys := chart_keys(chart):
+            out.append((f"Chart data: {chart['title']}", f"{api}?keys={','.join(keys)}&max_points={MAX_POINTS}", 100))
+    out += [("Compare page HTML (8 jobs)", "/compare?" + "&".join(f"job={i}" for i in compare), 300)]
     compare_keys = "reward/mean,throughput/samples_per_s,memory/peak_bytes,time/step,loss,kl"
     out += [
-        (
-            "Compare chart data (1M-point job)",
-            f"/jobs/{big}/metrics.json?walls=true&keys={compare_keys}&max_points={MAX_POINTS}",
-            100,
-        ),
+        ("Compare chart data (1M-point job)", f"{api}?keys={compare_keys}&max_points={MAX_POINTS}", 100),
         ("Gallery HTML (2,000 images)", f"/jobs/{big}/gallery", 150),
         ("Gallery slider fragment", f"/jobs/{big}/gallery/grid?i=3", 150),
         ("Jobs list (100 jobs)", "/jobs", None),

@@ -1,9 +1,14 @@
 """FastAPI dependencies: settings, a database session, and who is calling (user or trainer); and the one-trip
-way of running the calls made most (`in_one_trip`)."""
+way of running the calls made most (`in_one_trip`).
+
+A user calls with an API token; a read (GET, HEAD) without one may also come from a logged-in page, by its
+session cookie (server.api.page_session): the pages draw their charts and images from the API's own
+handlers. Every other method needs the token, so a cookie alone never changes anything (no CSRF)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
@@ -12,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from server.api.page_session import session_caller
 from server.config import Settings
 from server.models import Job
 from server.schemas.common import MAX_INT32
@@ -47,6 +53,8 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+# The methods that may authenticate with the page session cookie: reads only.
+COOKIE_METHODS = ("GET", "HEAD")
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
@@ -56,7 +64,16 @@ def _token(credentials: Bearer) -> str:
     return credentials.credentials
 
 
-def current_caller(session: SessionDep, credentials: UserCredentials) -> Caller:
+def current_caller(request: Request, session: SessionDep, credentials: UserCredentials) -> Caller:
+    return _user(request, session, credentials)
+
+
+def _user(request: Request, session: Session, credentials: Bearer) -> Caller:
+    """The API token's caller; without a token, a read may come from a logged-in page's session cookie."""
+    if credentials is None and request.method in COOKIE_METHODS:
+        caller = session_caller(request, session)
+        if caller is not None:
+            return caller
     return authenticate_api_token(session, _token(credentials))
 
 
@@ -91,11 +108,10 @@ async def run_as_caller(
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """A read in one trip for a route taking UserCredentials, as the API token's caller, in a session that
-    autocommits (app.state.read_sessionmaker)."""
-    token = _token(credentials)
+    """A read in one trip for a route taking UserCredentials, as the API token's (or the page session's)
+    caller, in a session that autocommits (app.state.read_sessionmaker)."""
     sessions = request.app.state.read_sessionmaker
-    return await in_one_trip(sessions, lambda session: authenticate_api_token(session, token), work, *args, **kwargs)
+    return await in_one_trip(sessions, partial(_user, request, credentials=credentials), work, *args, **kwargs)
 
 
 async def run_as_trainer(

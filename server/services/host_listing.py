@@ -42,3 +42,16 @@ def list_hosts(session: Session, caller: Caller) -> HostList:
         for host in hosts
     ]
     return HostList(items=items)
+
+
+def admin_states(session: Session) -> dict[int, str]:
+    """Each host's admin choice (active, drained, disabled): what a lost host returns to."""
+    return {host_id: state for host_id, state in session.execute(select(Host.id, Host.admin_state))}
+
+
+def device_pools(session: Session) -> dict[int, str]:
+    """The pool (rollout, trainer) each device held by a DigenRL job serves."""
+    held = select(Allocation.device_id, Allocation.pool).where(
+        Allocation.released_at.is_(None), Allocation.pool.is_not(None)
+    )
+    return {device_id: pool for device_id, pool in session.execute(held)}

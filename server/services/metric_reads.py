@@ -1,7 +1,7 @@
-"""Reading a job's metrics: keys, downsampled step-aligned series, latest values, live appends, figures.
+"""Reading a job's metrics: keys, downsampled step-aligned series, latest values, figures.
 
 Everything reads `metric_blocks`. Long ranges use only the blocks' figures (a 1,000,000-point series is
-~4,000 rows, none unpacked); short ranges and live appends unpack the few blocks they cover. Points an
+~4,000 rows, none unpacked); short ranges unpack the few blocks they cover. Points an
 attempt reported after a later attempt resumed are left out (services.current_points).
 """
 
@@ -25,6 +25,9 @@ from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
 from server.services.metric_blocks import TILE, TILE_STEPS, pack, unpack
 from server.services.sql_text import select_text
+
+# The most keys one read of aligned series asks for (GET /api/v1/jobs/{id}/metrics; the job page's charts).
+MAX_KEYS_PER_READ = 64
 
 
 def metric_keys(session: Session, job_id: int) -> list[str]:
@@ -297,30 +300,6 @@ def latest_points(
         last = _current_points(data, attempt, current)[-1]
         found[key] = Point(int(last["step"]), float(last["value"]), float(last["wall"]))
     return {key: found[key] for key in (sorted(found) if keys is None else keys) if key in found}
-
-
-def points_after(
-    session: Session, job_id: int, keys: Sequence[str], after_step: int, limit: int
-) -> dict[str, list[Point]]:
-    """Current points with step > after_step, per key, at most `limit` each: the live chart appends."""
-    current = current_points(session, job_id)
-    out: dict[str, list[Point]] = {}
-    for key in keys:
-        blocks = session.execute(
-            select(MetricBlock.attempt, MetricBlock.points)
-            .where(*_current(job_id, [key], current), *_after(after_step))
-            .order_by(MetricBlock.attempt, MetricBlock.block)
-            .limit(limit)
-        )
-        points: list[Point] = []
-        for attempt, data in blocks:
-            block = _current_points(data, attempt, current)
-            block = block[block["step"] > after_step][: limit - len(points)]
-            points += [Point(int(s), float(v), float(w)) for s, v, w in block.tolist()]
-            if len(points) >= limit:
-                break
-        out[key] = points
-    return out
 
 
 @dataclass

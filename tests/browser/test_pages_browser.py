@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from browser_support import Live, PageProbe
-from page_fixtures import add_metrics
+from page_fixtures import add_metrics, make_job
 from sqlalchemy import select
 
-from server.models import Job, LogLine
+from server.models import Job, LogLine, User
 
 pytestmark = pytest.mark.browser
 
@@ -175,4 +175,25 @@ def test_first_log_lines_replace_the_empty_placeholder(live: Live, probe: PagePr
         session.commit()
     probe.page.wait_for_selector("#log-box .log-line >> text=waiting for 1 cuda device", timeout=8000)
     assert probe.page.locator("#log-empty").count() == 0
+    assert probe.errors == []
+
+
+def test_job_charts_draw_the_last_points_then_stop_once_the_job_finished(live: Live, probe: PageProbe) -> None:
+    with live.app.state.sessionmaker() as session:
+        owner = session.get_one(User, live.world.admin.id)
+        job = make_job(session, owner, None, "finishes-while-watched", "native", status="running")
+        add_metrics(session, job, range(0, 10))
+        session.commit()
+        job_id = job.id
+    page = probe.page
+    page.goto(f"{live.url}/jobs/{job_id}")
+    page.wait_for_selector("#chart-reward .uplot")
+    assert page.get_attribute("#charts", "data-polling") == "true"
+    with live.app.state.sessionmaker() as session:
+        job = session.get_one(Job, job_id)
+        add_metrics(session, job, range(10, 20))
+        job.status = "succeeded"
+        session.commit()
+    page.wait_for_selector("#charts[data-polling='false']", timeout=15000)
+    assert page.get_attribute("#chart-reward", "data-last-step") == "19"
     assert probe.errors == []

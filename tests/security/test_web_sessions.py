@@ -10,7 +10,7 @@ import pytest
 from fastapi.routing import APIRoute
 from server_harness import Harness, bearer
 
-from web.pages.session import COOKIE
+from server.api.page_session import COOKIE
 
 PASSWORD = "correct horse battery"
 

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from page_fixtures import XSS, World, csrf_of
 from sqlalchemy import func, select
 
+from server.api.page_session import COOKIE
 from server.models import Job, LogLine, Sample
-from web.pages.session import COOKIE
 
 PAGES = ["/jobs", "/jobs/rows", "/submit", "/submit?mode=json", "/submit?preset=tiny-native", "/hosts", "/compare"]
 
@@ -103,12 +103,11 @@ def test_unknown_job_is_a_404_page(client: TestClient) -> None:
         response = client.get(path)
         assert response.status_code == 404
         assert "404" in response.text and "<html" in response.text
-    assert client.get("/jobs/999999/metrics.json").status_code == 404
 
 
 def test_an_id_beyond_the_database_integer_range_is_refused_not_a_server_error(client: TestClient) -> None:
     huge = 10**20
-    for path in (f"/jobs/{huge}", f"/jobs/{huge}/gallery", f"/jobs/1/samples/{huge}/image"):
+    for path in (f"/jobs/{huge}", f"/jobs/{huge}/gallery", f"/jobs/{huge}/header"):
         assert client.get(path).status_code == 422
 
 
@@ -158,16 +157,6 @@ def test_clone_fills_the_form_from_the_job(client: TestClient, world: World) -> 
     assert 'name="name" value="sd3-brightness-lean_retain"' in html
 
 
-def test_metrics_json_downsamples_and_appends(client: TestClient, world: World) -> None:
-    url = f"/jobs/{world.running.id}/metrics.json?keys=reward/mean&prefixes=executor/&max_points=10"
-    body = client.get(url).json()
-    keys = {s["key"]: s for s in body["series"]}
-    assert set(keys) == {"reward/mean", "executor/native_overlap"}
-    assert 0 < len(keys["reward/mean"]["steps"]) <= 30 and keys["reward/mean"]["steps"][-1] == 29
-    after = client.get(f"/jobs/{world.running.id}/metrics.json?keys=reward/mean&after_step=25").json()
-    assert after["series"][0]["steps"] == [26, 27, 28, 29] and after["status"] == "running"
-
-
 def test_compare_names_the_differing_fields_and_the_speedup(client: TestClient, world: World) -> None:
     ids = [world.running.id, *(j.id for j in world.finished)]
     html = client.get("/compare?" + "&".join(f"job={i}" for i in ids)).text
@@ -178,7 +167,7 @@ def test_compare_names_the_differing_fields_and_the_speedup(client: TestClient, 
 def test_gallery_step_fragment_swaps_columns(client: TestClient, world: World) -> None:
     html = client.get(f"/jobs/{world.running.id}/gallery/grid?i=0").text
     assert 'data-current-step="0"' in html and "step 25" not in html
-    image = client.get(re.search(r'src="(/jobs/\d+/samples/\d+/image\?thumb=1)"', html).group(1))  # type: ignore[union-attr]
+    image = client.get(re.search(r'src="(/api/v1/jobs/\d+/samples/\d+/image\?thumb=true)"', html).group(1))  # type: ignore[union-attr]
     assert image.status_code == 200 and image.headers["content-type"] == "image/webp"
 
 
@@ -203,7 +192,7 @@ def test_first_log_lines_delete_the_empty_placeholder(client: TestClient, world:
 
 def test_thumbnail_is_cached_on_disk_beside_the_sample(client: TestClient, world: World, app: FastAPI) -> None:
     html = client.get(f"/jobs/{world.running.id}/gallery/grid?i=0").text
-    url = re.search(r'src="(/jobs/\d+/samples/(\d+)/image\?thumb=1)"', html)
+    url = re.search(r'src="(/api/v1/jobs/\d+/samples/(\d+)/image\?thumb=true)"', html)
     assert url
     first = client.get(url.group(1))
     root = app.state.settings.resolved_artifact_root()

@@ -8,10 +8,10 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from server.api.page_session import read_session
 from web.pages import account, auth, compare, gallery, hosts, job_detail, jobs, submit, teams
 from web.pages.deps import PageNotFound
 from web.pages.render import not_found
-from web.pages.session import read_session
 
 WEB = Path(__file__).resolve().parent.parent
 NODE_MODULES = WEB / "node_modules"

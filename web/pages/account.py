@@ -10,15 +10,15 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import User
+from server.api.page_session import new_session
 from server.schemas.accounts import PasswordChange, TokenCreate, TokenCreated
 from server.schemas.common import MAX_INT32
 from server.services import accounts
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, ServiceError
+from server.services.page_sessions import session_generation
 from web.pages.deps import page_caller, require_csrf
 from web.pages.render import render
-from web.pages.session import new_session
 
 router = APIRouter()
 
@@ -107,6 +107,6 @@ async def change_password(
     except (ServiceError, ValidationError) as exc:
         return _page(request, session, caller, errors=messages(exc), status_code=422)
     # Every other session of the user ended; this one continues under the new generation (and a new CSRF token).
-    generation = session.get_one(User, caller.user_id).session_generation
+    generation = session_generation(session, caller.user_id)
     request.state.page_session = new_session(caller.user_id, can_write=caller.can_write, generation=generation)
     return _page(request, session, caller, notice="Password changed; your other sessions were logged out.")

@@ -7,13 +7,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import User
+from server.api.page_session import new_session, read_session, write_cookie
 from server.services.auth import authenticate_api_token, authenticate_password
 from server.services.errors import Unauthorized
+from server.services.page_sessions import end_page_sessions, session_generation
 from server.services.rate_limit import TooManyRequests, check_login_allowed, record_login_failure
 from web.pages.deps import require_csrf
 from web.pages.render import render
-from web.pages.session import new_session, read_session, write_cookie
 
 router = APIRouter()
 
@@ -55,7 +55,7 @@ def login(
     if token.strip():
         try:
             caller = authenticate_api_token(session, token.strip())
-            generation = session.get_one(User, caller.user_id).session_generation
+            generation = session_generation(session, caller.user_id)
             fresh = new_session(caller.user_id, can_write=caller.can_write, generation=generation)
         except Unauthorized:
             fresh = None
@@ -76,10 +76,8 @@ def login(
 def logout(request: Request, session: Session = Depends(get_session)) -> Response:
     """End this session and every other page session of the user (their cookies stop being accepted)."""
     ps = read_session(request)
-    user = session.get(User, ps.user_id) if ps.user_id is not None else None
-    if user is not None and user.session_generation == ps.generation:
-        user.session_generation += 1
-        session.commit()
+    if ps.user_id is not None:
+        end_page_sessions(session, ps.user_id, ps.generation)
     response = RedirectResponse("/login", status_code=303)
     write_cookie(request, response, new_session())
     return response

@@ -6,18 +6,20 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from functools import partial
-from typing import Concatenate
+from typing import TYPE_CHECKING, Concatenate
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, P, T, get_session, in_one_trip
-from server.models import Job
-from server.services.auth import Caller, caller_for_user_id
+from server.api.deps import P, T, get_session, in_one_trip
+from server.api.page_session import read_session, session_caller
+from server.services.auth import Caller
 from server.services.errors import NotFound
 from server.services.scoping import get_visible_job
-from web.pages.session import read_session
+
+if TYPE_CHECKING:
+    from server.models import Job
 
 
 class PageNotFound(Exception):
@@ -37,10 +39,7 @@ def caller_of_session(request: Request, session: Session) -> Caller:
     """The session cookie's user (also shown in the page header), in one statement; a user who logged out
     everywhere or changed password since the cookie was issued is logged out. No user: a redirect to the
     login page, or 401 with HX-Redirect for htmx requests, so a poll never swaps the login page into a table."""
-    ps = read_session(request)
-    caller = None
-    if ps.user_id is not None:
-        caller = caller_for_user_id(session, ps.user_id, can_write=ps.can_write, generation=ps.generation)
+    caller = session_caller(request, session)
     if caller is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         login = f"/login?next={quote(target, safe='')}"
@@ -70,11 +69,6 @@ async def require_csrf(request: Request) -> None:
         sent = value if isinstance(value, str) else None
     if not sent or not secrets.compare_digest(sent, ps.csrf):
         raise HTTPException(status_code=403, detail="CSRF token missing or wrong; reload the page and try again")
-
-
-def page_job(job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)) -> Job:
-    """The path's job if the caller's teams may see it (services.scoping); else the 404 page."""
-    return visible_page_job(session, caller, job_id)
 
 
 def visible_page_job(session: Session, caller: Caller, job_id: int) -> Job:

@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
-from PIL import Image
+from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, SampleId, get_session, get_settings
-from server.config import Settings
-from server.models import Job, Sample
+from server.api.deps import JobId, get_session
 from server.services import pages
-from server.services.artifact_store import write_atomically
 from server.services.auth import Caller
-from server.services.errors import NotFound
-from server.services.samples import sample_image
-from server.services.scoping import get_visible_job
-from web.pages.deps import page_caller, page_job
+from web.pages.deps import page_caller, visible_page_job
 from web.pages.render import render
+
+if TYPE_CHECKING:
+    from server.models import Sample
 
 router = APIRouter()
 COLUMNS = 5
-THUMB_PX = 192
-IMMUTABLE = {"Cache-Control": "private, max-age=31536000, immutable"}
 
 
 @dataclass
@@ -74,11 +67,13 @@ def _context(session: Session, job_id: int, i: int | None, step: int | None) -> 
 @router.get("/jobs/{job_id}/gallery", response_class=HTMLResponse)
 def gallery_page(
     request: Request,
+    job_id: JobId,
     i: int | None = None,
     step: int | None = None,
-    job: Job = Depends(page_job),
+    caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
+    job = visible_page_job(session, caller, job_id)
     context = {"job": job, "section": "jobs", **_context(session, job.id, i, step)}
     return render(request, "gallery.html", context)
 
@@ -86,47 +81,12 @@ def gallery_page(
 @router.get("/jobs/{job_id}/gallery/grid", response_class=HTMLResponse)
 def gallery_grid(
     request: Request,
+    job_id: JobId,
     i: int | None = None,
     step: int | None = None,
-    job: Job = Depends(page_job),
+    caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
     """The grid alone: what the step slider swaps in, one request per move."""
+    job = visible_page_job(session, caller, job_id)
     return render(request, "partials/gallery_grid.html", {"job": job, **_context(session, job.id, i, step)})
-
-
-def thumbnail(path: Path) -> Path:
-    """A small WebP of a sample, cached on disk beside it (`.thumbs/<name>.<px>.webp` in the sample's folder,
-    so inside the artifact root) and made again when the sample is newer than it."""
-    cached = path.parent / ".thumbs" / f"{path.name}.{THUMB_PX}.webp"
-    try:
-        if cached.stat().st_mtime >= path.stat().st_mtime:
-            return cached
-    except FileNotFoundError:
-        pass
-    with Image.open(path) as image:
-        image.thumbnail((THUMB_PX, THUMB_PX))
-        out = io.BytesIO()
-        image.save(out, format="WEBP", quality=80)
-    write_atomically(cached, out.getvalue())
-    return cached
-
-
-@router.get("/jobs/{job_id}/samples/{sample_id}/image")
-def sample_file(
-    job_id: JobId,
-    sample_id: SampleId,
-    thumb: bool = False,
-    caller: Caller = Depends(page_caller),
-    session: Session = Depends(get_session),
-    settings: Settings = Depends(get_settings),
-) -> Response:
-    """A sample image for the pages (session cookie), full size or as a WebP thumbnail."""
-    try:
-        get_visible_job(session, caller, job_id)
-        path, media_type = sample_image(session, settings, job_id, sample_id)
-    except NotFound:
-        return Response("not found", status_code=404, media_type="text/plain")
-    if thumb:
-        return FileResponse(thumbnail(Path(path)), media_type="image/webp", headers=IMMUTABLE)
-    return FileResponse(path, media_type=media_type, headers=IMMUTABLE)

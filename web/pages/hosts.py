@@ -5,20 +5,21 @@ shows which pool it serves; a queued pool job shows what each pool needs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import Allocation, Host, Job
 from server.services import pages
 from server.services.auth import Caller
-from server.services.host_listing import list_hosts
+from server.services.host_listing import admin_states, device_pools, list_hosts
 from web.pages.deps import page_caller
 from web.pages.render import render
+
+if TYPE_CHECKING:
+    from server.models import Job
 
 router = APIRouter()
 
@@ -45,15 +46,8 @@ def _context(session: Session, caller: Caller) -> dict[str, Any]:
         "hosts": hosts,
         "holders": holders,
         "queue": queue,
-        "admin_states": {host_id: state for host_id, state in session.execute(select(Host.id, Host.admin_state))},
-        "device_pools": {
-            device_id: pool
-            for device_id, pool in session.execute(
-                select(Allocation.device_id, Allocation.pool).where(
-                    Allocation.released_at.is_(None), Allocation.pool.is_not(None)
-                )
-            )
-        },
+        "admin_states": admin_states(session),
+        "device_pools": device_pools(session),
         "pool_needs": {job.id: needs for job in queue if (needs := pool_needs(job))},
     }
 

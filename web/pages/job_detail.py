@@ -1,11 +1,14 @@
-"""One job: header with cancel / retry / clone, live charts, logs with follow, the spec and the artifacts."""
+"""One job: header with cancel / retry / clone, live charts, logs with follow, the spec and the artifacts.
+
+The charts draw what the API's GET /api/v1/jobs/{id}/metrics answers (web/static/charts.js), asked with the
+page's session cookie: the same series, schema and limits as any other client."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import JobId, get_session
@@ -19,8 +22,7 @@ from server.services.errors import NotFound, ServiceError
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
-from server.services.metric_reads import latest_points, metric_keys, metric_series, points_after
-from server.services.scoping import get_visible_job
+from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.render import error_page, not_found, render
 
@@ -59,7 +61,6 @@ CHARTS: list[dict[str, Any]] = [
     {"id": "memory", "title": "Peak memory", "keys": ["memory/peak_bytes"], "prefixes": ["memory/"], "unit": "bytes"},
     {"id": "executor", "title": "Executor metrics", "keys": [], "prefixes": ["executor/"]},
 ]
-MAX_APPEND = 5000
 
 
 def _header_context(job: JobDetail) -> dict[str, Any]:
@@ -82,6 +83,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
     context.update(
         section="jobs",
         charts=CHARTS,
+        max_keys=MAX_KEYS_PER_READ,
         latest=latest_points(session, job.id, current=current),
         logs=lines,
         last_log_id=lines[-1].id if lines else 0,
@@ -121,63 +123,6 @@ def _job_logs(session: Session, caller: Caller, request: Request, job_id: int, a
     live = job.status not in TERMINAL_STATES or bool(page.lines)
     context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live, "fragment": True}
     return render(request, "partials/log_lines.html", context)
-
-
-@router.get("/jobs/{job_id}/metrics.json")
-async def job_metrics(
-    request: Request,
-    job_id: JobId,
-    keys: str = "",
-    prefixes: str = "",
-    max_points: int = Query(1000, ge=10, le=20000),
-    after_step: int | None = None,
-    walls: bool = False,
-) -> Response:
-    """Chart data for the pages (session cookie): series downsampled by the metrics service to about the
-    chart's width, or the raw points after `after_step` for live appends. `walls` adds wall-clock times."""
-    return await run_as_page_caller(request, _job_metrics, job_id, keys, prefixes, max_points, after_step, walls)
-
-
-def _job_metrics(
-    session: Session,
-    caller: Caller,
-    job_id: int,
-    keys: str,
-    prefixes: str,
-    max_points: int,
-    after_step: int | None,
-    walls: bool,
-) -> Response:
-    try:
-        job = get_visible_job(session, caller, job_id)
-    except NotFound:
-        return JSONResponse({"detail": f"job {job_id} not found"}, status_code=404)
-    wanted = list(dict.fromkeys(k for k in keys.split(",") if k))
-    starts = tuple(p for p in prefixes.split(",") if p)
-    if starts:
-        wanted += [k for k in metric_keys(session, job.id) if k.startswith(starts) and k not in wanted]
-    series: list[dict[str, Any]] = []
-    truncated = False
-    if after_step is None:
-        for s in metric_series(session, job.id, wanted, max_points).series if wanted else []:
-            series.append(_present(s.model_dump(exclude_none=True), walls))
-    else:
-        for key, points in points_after(session, job.id, wanted, after_step, MAX_APPEND).items():
-            truncated = truncated or len(points) >= MAX_APPEND
-            found = {"key": key, "steps": [p.step for p in points], "values": [p.value for p in points]}
-            if walls:
-                found["wall_times"] = [p.wall_time for p in points]
-            series.append(found)
-    return JSONResponse({"status": job.status, "series": series, "truncated": truncated})
-
-
-def _present(series: dict[str, Any], walls: bool) -> dict[str, Any]:
-    """A series as the charts draw it: only the steps where the key has a value (and its wall times only
-    when asked for)."""
-    kept = [i for i, value in enumerate(series["values"]) if value is not None]
-    columns = ["steps", "values", *(c for c in ("minimum", "maximum") if c in series)]
-    columns += ["wall_times"] if walls else []
-    return {"key": series["key"]} | {column: [series[column][i] for i in kept] for column in columns}
 
 
 def _act(request: Request, job_id: int, caller: Caller, session: Session, action: str) -> Response:

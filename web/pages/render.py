@@ -12,7 +12,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from web.pages.session import PageSession, write_cookie
+from server.api.page_session import PageSession, write_cookie
+from server.services.samples import image_url
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 templates = Jinja2Templates(directory=TEMPLATES)
@@ -94,6 +95,8 @@ templates.env.filters["json_pretty"] = lambda value: orjson.dumps(value, option=
 templates.env.policies["json.dumps_function"] = lambda value: orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 templates.env.policies["json.dumps_kwargs"] = {}
 templates.env.globals["elapsed"] = elapsed
+# Sample images (and their thumbnails) come from the API's image route, reached with the page session cookie.
+templates.env.globals["sample_image_url"] = image_url
 
 
 def render(

@@ -1,12 +1,12 @@
 // Sfumato charts (uPlot): the job page's live charts and the compare page's overlays.
-// Data comes from /jobs/{id}/metrics.json (session cookie), downsampled on the server to the chart width.
-// Live appends never reset the user's zoom or hidden series.
+// Data comes from the API's GET /api/v1/jobs/{id}/metrics (the page's session cookie authenticates it), series
+// on one shared step axis downsampled on the server to the chart width. New points never reset the user's
+// zoom or hidden series.
 (function () {
   "use strict";
 
   const HEIGHT = 240;
   const POLL_MS = 3000;
-  const TERMINAL = ["succeeded", "failed", "cancelled"];
   const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777", "#65a30d"];
   const DASHES = [[], [6, 4], [2, 3], [10, 3, 2, 3]];
 
@@ -95,90 +95,43 @@
 
   // ---- job page ------------------------------------------------------------------------------
 
-  // One job's points per key: {steps, values, lows, highs}, ascending steps. A downsampled bucket brings its
-  // last value and its minimum and maximum; a raw point (a live append) is its own minimum and maximum.
-  function mergeSeries(store, series) {
-    let added = false;
-    for (const s of series) {
-      if (!s.steps.length) continue;
-      let cur = store.get(s.key);
-      if (!cur) {
-        cur = { steps: [], values: [], lows: [], highs: [] };
-        store.set(s.key, cur);
-        added = true;
-      }
-      const last = cur.steps.length ? cur.steps[cur.steps.length - 1] : -Infinity;
-      for (let i = 0; i < s.steps.length; i++) {
-        if (s.steps[i] > last) {
-          cur.steps.push(s.steps[i]);
-          cur.values.push(s.values[i]);
-          cur.lows.push(s.minimum ? s.minimum[i] : s.values[i]);
-          cur.highs.push(s.maximum ? s.maximum[i] : s.values[i]);
-        }
-      }
-    }
-    return added;
-  }
-
-  // A key's field on the chart's x values (null where it has no point).
-  function alignedField(xs, s, field) {
-    const index = new Map(xs.map((x, i) => [x, i]));
-    const col = new Array(xs.length).fill(null);
-    for (let i = 0; i < s.steps.length; i++) col[index.get(s.steps[i])] = s[field][i];
-    return col;
-  }
-
-  // Whether some bucket of the key spans more than its last value (the server downsampled it).
-  function hasRange(s) {
-    return s.lows.some((low, i) => low !== s.values[i]) || s.highs.some((high, i) => high !== s.values[i]);
-  }
-
-  function chartKeys(cfg, store) {
+  // The keys a chart draws, of those the job reported: its own, then every key under one of its prefixes
+  // (the band's half-width key is drawn as the band, not as a line).
+  function chartKeys(cfg, reported) {
     const band = cfg.band ? cfg.band[1] : null;
-    const keys = cfg.keys.filter((k) => store.has(k));
-    for (const k of store.keys()) {
+    const keys = cfg.keys.filter((k) => reported.includes(k));
+    for (const k of reported) {
       if ((cfg.prefixes || []).some((p) => k.startsWith(p)) && !keys.includes(k) && k !== band) keys.push(k);
     }
     return keys;
   }
 
-  function alignedTable(keys, store) {
-    const stepSet = new Set();
-    for (const k of keys) for (const s of store.get(k).steps) stepSet.add(s);
-    const xs = Array.from(stepSet).sort((a, b) => a - b);
-    const index = new Map(xs.map((x, i) => [x, i]));
-    const columns = keys.map((k) => {
-      const col = new Array(xs.length).fill(null);
-      const s = store.get(k);
-      for (let i = 0; i < s.steps.length; i++) col[index.get(s.steps[i])] = s.values[i];
-      return col;
-    });
-    return [xs, columns];
+  // Whether some bucket of the series spans more than its last value (the server downsampled it).
+  function hasRange(s) {
+    return Boolean(s.minimum && s.maximum) &&
+      (s.minimum.some((low, i) => low !== s.values[i]) || s.maximum.some((high, i) => high !== s.values[i]));
   }
 
-  // Build the uPlot data and options for one chart config from the store.
-  function jobChartSpec(cfg, store) {
-    const keys = chartKeys(cfg, store);
-    if (!keys.length) return null;
-    const bandKey = cfg.band && store.has(cfg.band[1]) && keys.includes(cfg.band[0]) ? cfg.band[1] : null;
-    const [xs, table] = alignedTable(bandKey ? keys.concat([bandKey]) : keys, store);
-    const columns = table.map((col) => toDisplay(cfg.unit, col));
+  // The uPlot data and options of one chart from the API's answer: its series on one shared step axis, null
+  // where a key has no point at a step.
+  function jobChartSpec(cfg, keys, bandKey, body) {
+    const byKey = new Map(body.series.map((s) => [s.key, s]));
+    const xs = body.series.length ? body.series[0].steps : [];
+    if (!xs.length) return null;
+    const columns = keys.map((k) => toDisplay(cfg.unit, byKey.get(k).values));
     const right = (cfg.right || []).filter((k) => keys.includes(k));
     const fmt = formatter(cfg.unit);
     const series = [{ label: "step" }];
     const data = [xs];
     const bands = [];
-    let raw = columns;
     if (cfg.stack) {
       // Stacked areas: each series draws the running sum; the legend shows its own value.
       const sums = new Array(xs.length).fill(0);
-      raw = columns.slice(0, keys.length);
       keys.forEach((k, i) => {
-        const col = raw[i].map((v, j) => (sums[j] += v == null ? 0 : v));
-        data.push(col);
+        data.push(columns[i].map((v, j) => (sums[j] += v == null ? 0 : v)));
         const color = PALETTE[i % PALETTE.length];
         series.push({ label: k, stroke: color, width: 1, fill: alpha(color, 0.35), points: { show: false },
-          value: (u, v, si, di) => (di == null ? "—" : fmt(raw[si - 1][di])) });
+          value: (u, v, si, di) => (di == null ? "—" : fmt(columns[si - 1][di])) });
         if (i > 0) bands.push({ series: [i + 1, i], fill: alpha(color, 0.35) });
       });
       series.forEach((s, i) => { if (i > 1) s.fill = undefined; });
@@ -189,80 +142,76 @@
         series.push({ label: k, stroke: color, width: k === cfg.keys[0] ? 2 : 1.25, scale: right.includes(k) ? "y2" : "y",
           spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
       });
+      const first = byKey.get(keys[0]);
+      let edges = null;
       if (bandKey) {
+        // [centre, half-width] keys: centre ± half-width.
         const mean = columns[keys.indexOf(cfg.band[0])];
-        const std = columns[keys.length];
-        const color = PALETTE[0];
-        data.push(mean.map((m, j) => (m == null || std[j] == null ? null : m + std[j])));
-        data.push(mean.map((m, j) => (m == null || std[j] == null ? null : m - std[j])));
-        const hi = series.length;
-        series.push({ label: "+1 std", stroke: alpha(color, 0.25), width: 1, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
-        series.push({ label: "−1 std", stroke: alpha(color, 0.25), width: 1, spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
-        bands.push({ series: [hi, hi + 1], fill: alpha(color, 0.14) });
-      } else if (hasRange(store.get(keys[0]))) {
-        // The first key's bucket minimum and maximum as a shaded band: no extreme is lost to downsampling.
-        const first = store.get(keys[0]);
+        const std = toDisplay(cfg.unit, byKey.get(bandKey).values);
+        edges = [["+1 std", mean.map((m, j) => (m == null || std[j] == null ? null : m + std[j]))],
+          ["−1 std", mean.map((m, j) => (m == null || std[j] == null ? null : m - std[j]))]];
+      } else if (hasRange(first)) {
+        // The first key's bucket minimum and maximum: no extreme is lost to downsampling.
+        edges = [[keys[0] + " bucket max", toDisplay(cfg.unit, first.maximum)],
+          [keys[0] + " bucket min", toDisplay(cfg.unit, first.minimum)]];
+      }
+      if (edges) {
         const color = PALETTE[0];
         const hi = series.length;
-        for (const [field, label] of [["highs", "bucket max"], ["lows", "bucket min"]]) {
-          data.push(toDisplay(cfg.unit, alignedField(xs, first, field)));
-          series.push({ label: keys[0] + " " + label, stroke: alpha(color, 0.25), width: 1, scale: right.includes(keys[0]) ? "y2" : "y",
+        for (const [label, column] of edges) {
+          data.push(column);
+          series.push({ label, stroke: alpha(color, 0.25), width: 1, scale: !bandKey && right.includes(keys[0]) ? "y2" : "y",
             spanGaps: true, points: { show: false }, value: (u, v) => fmt(v) });
         }
-        bands.push({ series: [hi, hi + 1], fill: alpha(color, 0.12) });
+        bands.push({ series: [hi, hi + 1], fill: alpha(color, bandKey ? 0.14 : 0.12) });
       }
     }
     return { keys: keys.join("|"), data, series, bands, right: right.length > 0, fromZero: Boolean(cfg.stack) };
   }
 
+  async function getJSON(url) {
+    const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(url + ": " + response.status);
+    return response.json();
+  }
+
+  // The job page's charts read the API (GET /api/v1/jobs/{id}/metrics with the page's session cookie): one
+  // request per chart, downsampled on the server to about the chart's width, asked again while the job runs.
   function JobCharts(section) {
     this.section = section;
     this.src = section.dataset.metricsSrc;
+    this.maxKeys = Number(section.dataset.maxKeys);
     this.live = section.dataset.live === "true";
-    this.store = new Map();
     this.charts = Array.from(section.querySelectorAll("[data-chart]")).map((el) => ({
       el, cfg: JSON.parse(el.dataset.chart), plot: null, keys: "", state: { zoomed: false, range: null },
     }));
-    const keys = new Set();
-    const prefixes = new Set();
-    for (const c of this.charts) {
-      const own = c.cfg.keys.concat(c.cfg.band ? [c.cfg.band[1]] : []);
-      own.forEach((k) => keys.add(k));
-      (c.cfg.prefixes || []).forEach((p) => prefixes.add(p));
-      c.query = query(own, c.cfg.prefixes || []);
-    }
-    // Live appends ask for every chart's keys at once (a few new points); the first load asks per chart, so each
-    // chart's series are downsampled to its own width and arrive in parallel.
-    this.query = query(Array.from(keys), Array.from(prefixes));
     new ResizeObserver(() => this.charts.forEach((c) => c.plot && c.plot.setSize(sizeOf(c.el)))).observe(section);
-    document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c, true)));
+    document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c, c.spec, true)));
   }
 
-  JobCharts.prototype.lastStep = function () {
-    let last = -1;
-    for (const s of this.store.values()) if (s.steps.length) last = Math.max(last, s.steps[s.steps.length - 1]);
-    return last;
+  // Each chart's keys among those reported, and its series from the API (null: nothing to draw yet).
+  JobCharts.prototype.load = async function () {
+    const reported = (await getJSON(this.src + "/keys")).keys;
+    await Promise.all(this.charts.map(async (c) => {
+      const keys = chartKeys(c.cfg, reported).slice(0, this.maxKeys);
+      const band = c.cfg.band && reported.includes(c.cfg.band[1]) && keys.includes(c.cfg.band[0]) ? c.cfg.band[1] : null;
+      const asked = band && keys.length < this.maxKeys ? keys.concat([band]) : keys;
+      if (!keys.length) {
+        c.spec = null;
+        return;
+      }
+      const width = Math.max(300, Math.round(c.el.clientWidth));
+      const body = await getJSON(this.src + "?keys=" + encodeURIComponent(asked.join(",")) + "&max_points=" + width);
+      c.spec = jobChartSpec(c.cfg, keys, asked.length > keys.length ? band : null, body);
+    }));
   };
 
-  function query(keys, prefixes) {
-    return "keys=" + encodeURIComponent(keys.join(",")) + "&prefixes=" + encodeURIComponent(prefixes.join(","));
-  }
-
-  JobCharts.prototype.fetch = async function (afterStep, chart) {
-    const width = Math.max(...this.charts.map((c) => c.el.clientWidth), 300);
-    let url = this.src + "?" + (chart ? chart.query : this.query) + "&max_points=" + Math.round(width);
-    if (afterStep != null) url += "&after_step=" + afterStep;
-    const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
-    if (!response.ok) throw new Error("metrics request failed: " + response.status);
-    return response.json();
-  };
-
-  // (Re)build a chart when its set of series changed, else hand uPlot the new data.
-  JobCharts.prototype.draw = function (c, rebuild) {
-    const spec = jobChartSpec(c.cfg, this.store);
+  // (Re)build a chart when its set of series changed, else hand uPlot the new data (keeping zoom and hidden
+  // series).
+  JobCharts.prototype.draw = function (c, spec, rebuild) {
     if (!spec) {
       if (!c.plot) placeholder(c.el, this.live ? "Waiting for the first points…" : "Not reported by this job.");
-      c.el.closest(".chart-card").classList.toggle("no-data", true);
+      c.el.closest(".chart-card").classList.toggle("no-data", !c.plot);
       return;
     }
     c.el.closest(".chart-card").classList.toggle("no-data", false);
@@ -295,19 +244,16 @@
     c.keys = spec.keys;
   };
 
-  // Every chart's downsampled series, merged into one store (a key two charts share is taken once).
-  JobCharts.prototype.load = async function () {
-    const bodies = await Promise.all(this.charts.map((c) => this.fetch(null, c)));
-    this.store = new Map();
-    for (const body of bodies) mergeSeries(this.store, body.series.filter((s) => !this.store.has(s.key)));
-    return bodies[bodies.length - 1];
-  };
+  // Whether the job has finished, as the job header (polled by htmx while the job runs) last showed it.
+  function headerFinished() {
+    const header = document.getElementById("job-header");
+    return Boolean(header) && header.dataset.live === "false";
+  }
 
   JobCharts.prototype.start = async function () {
     try {
-      const body = await this.load();
-      this.charts.forEach((c) => this.draw(c, false));
-      this.live = this.live && !TERMINAL.includes(body.status);
+      await this.load();
+      this.charts.forEach((c) => this.draw(c, c.spec, false));
     } catch (err) {
       this.charts.forEach((c) => placeholder(c.el, "Could not load metrics."));
       console.warn(err);
@@ -317,25 +263,30 @@
   };
 
   JobCharts.prototype.tick = async function () {
+    // Read before asking: once the job has finished, this answer holds every point and is the last one.
+    const finished = headerFinished();
     try {
-      const body = await this.fetch(this.lastStep());
-      if (body.truncated) {
-        await this.load();
-      } else {
-        mergeSeries(this.store, body.series);
-      }
-      this.charts.forEach((c) => this.draw(c, false));
-      if (TERMINAL.includes(body.status)) {
-        this.section.dataset.polling = "false";  // finished: no more requests
-        return;
-      }
+      await this.load();
+      this.charts.forEach((c) => this.draw(c, c.spec, false));
     } catch (err) {
       console.warn(err);
+    }
+    if (finished) {
+      this.section.dataset.polling = "false";  // finished: no more requests
+      return;
     }
     setTimeout(() => this.tick(), POLL_MS);
   };
 
   // ---- compare page --------------------------------------------------------------------------
+
+  // A series' own points: the steps of the shared axis where the key has a value (jobs overlaid on one chart
+  // each have their own steps and wall times).
+  function reportedPoints(s) {
+    const kept = s.values.map((v, i) => i).filter((i) => s.values[i] != null);
+    return { key: s.key, steps: kept.map((i) => s.steps[i]), values: kept.map((i) => s.values[i]),
+      wall_times: kept.map((i) => s.wall_times[i]) };
+  }
 
   function CompareCharts(section) {
     this.section = section;
@@ -360,11 +311,9 @@
     const width = Math.max(...this.charts.map((c) => c.el.clientWidth), 300);
     try {
       await Promise.all(this.jobs.map(async (job) => {
-        const url = "/jobs/" + job.id + "/metrics.json?walls=true&keys=" + encodeURIComponent(keys) + "&max_points=" + Math.round(width);
-        const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
-        if (!response.ok) throw new Error("metrics request failed: " + response.status);
-        const body = await response.json();
-        this.data.set(job.id, new Map(body.series.map((s) => [s.key, s])));
+        const url = "/api/v1/jobs/" + job.id + "/metrics?keys=" + encodeURIComponent(keys) + "&max_points=" + Math.round(width);
+        const body = await getJSON(url);
+        this.data.set(job.id, new Map(body.series.map((s) => [s.key, reportedPoints(s)])));
       }));
     } catch (err) {
       this.charts.forEach((c) => placeholder(c.el, "Could not load metrics."));

@@ -13,15 +13,13 @@ from server.services.errors import FieldErrors
 
 router = APIRouter(tags=["metrics"])
 
-MAX_KEYS = 64
-
 
 def _keys(raw: str) -> list[str]:
     keys = list(dict.fromkeys(k.strip() for k in raw.split(",") if k.strip()))
     if not keys:
         raise FieldErrors.one("keys", "name at least one metric key, e.g. keys=reward/mean,loss")
-    if len(keys) > MAX_KEYS:
-        raise FieldErrors.one("keys", f"at most {MAX_KEYS} keys per request")
+    if len(keys) > metric_reads.MAX_KEYS_PER_READ:
+        raise FieldErrors.one("keys", f"at most {metric_reads.MAX_KEYS_PER_READ} keys per request")
     if any(len(k) > 200 for k in keys):
         raise FieldErrors.one("keys", "a metric key has at most 200 characters")
     return keys

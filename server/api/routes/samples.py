@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -11,6 +12,7 @@ from server.api.deps import SampleId, SessionDep, SettingsDep, VisibleJob
 from server.schemas.common import MAX_INT32
 from server.schemas.samples import SampleKind, SamplePage
 from server.services import samples
+from server.services.thumbnails import THUMB_PX, thumbnail
 
 router = APIRouter(tags=["samples"])
 
@@ -37,7 +39,11 @@ def get_sample_image(
     session: SessionDep,
     settings: SettingsDep,
     sample_id: SampleId,
+    thumb: Annotated[bool, Query(description=f"a WebP of at most {THUMB_PX} px a side, for galleries")] = False,
 ) -> FileResponse:
     path, media_type = samples.sample_image(session, settings, job.id, sample_id)
     # A stored sample never changes, so the browser may keep it.
-    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "private, max-age=86400, immutable"})
+    cache = {"Cache-Control": "private, max-age=86400, immutable"}
+    if thumb:
+        return FileResponse(thumbnail(Path(path)), media_type="image/webp", headers=cache)
+    return FileResponse(path, media_type=media_type, headers=cache)

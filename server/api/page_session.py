@@ -1,4 +1,7 @@
-"""The signed page-session cookie: who is logged in and the CSRF token of their forms."""
+"""The signed page-session cookie: who is logged in and the CSRF token of their forms.
+
+The pages log in with it (web.pages.auth), and the API accepts it for reads (server.api.deps), so a page
+draws its charts and images from the API's own handlers."""
 
 from __future__ import annotations
 
@@ -7,8 +10,10 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy.orm import Session
 
 from server.config import Settings
+from server.services.auth import Caller, caller_for_user_id
 
 COOKIE = "sfumato_session"
 MAX_AGE = 7 * 24 * 3600
@@ -70,3 +75,12 @@ def write_cookie(request: Request, response: Response, ps: PageSession) -> None:
     value = _serializer(settings).dumps({"uid": ps.user_id, "csrf": ps.csrf, "w": ps.can_write, "g": ps.generation})
     secure = settings.public_url.startswith("https://")
     response.set_cookie(COOKIE, value, max_age=MAX_AGE, httponly=True, samesite="lax", secure=secure, path="/")
+
+
+def session_caller(request: Request, session: Session) -> Caller | None:
+    """The cookie's user as the services see them, in one statement; None without a logged-in cookie, or when
+    the user logged out everywhere or changed password since it was issued."""
+    ps = read_session(request)
+    if ps.user_id is None:
+        return None
+    return caller_for_user_id(session, ps.user_id, can_write=ps.can_write, generation=ps.generation)
