@@ -390,6 +390,11 @@ class ResourcesSpec(_Section):
     nodes: int = Field(1, ge=1, le=256, description="hosts with `devices` devices each; leave it out with pools")
     gpu_model: str | None = Field(None, max_length=128, description="only hosts whose devices report this model")
     priority: int = Field(0, ge=-100, le=100, description="higher runs first")
+    exclusive: bool = Field(
+        False,
+        description="hold each host whole: start only where no device is in use, and let no other job "
+        "start there until this one ends (fair timing for a comparison)",
+    )
     pools: PoolsSpec | None = Field(
         None,
         description="digenrl: a rollout and a trainer pool, each on one host with its own gpu_model; the two "

@@ -31,7 +31,7 @@ class CompareRow(BaseModel):
     best_reward: FiniteOrNone
     eval_reward: FiniteOrNone = Field(description="mean reward of the latest eval step's samples")
     eval_step: int | None
-    started_at: UtcDatetime | None = Field(description="the job's first running event")
+    started_at: UtcDatetime | None = Field(description="the job's running event")
     ended_at: UtcDatetime | None
     duration_s: FiniteOrNone = Field(description="see definitions.duration_s")
     shared_with: list[SharedHost]

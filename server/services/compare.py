@@ -7,12 +7,12 @@ The API returns it as it is; the page and the CLI render it; nothing recomputes 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import Job, JobEvent, Sample, utcnow
+from server.models import Job, Sample
 from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
 from server.services import throughput
 from server.services.auth import Caller
@@ -34,7 +34,8 @@ DEFINITIONS = Definitions(
     speedup="samples/s over the samples/s of the first native job in the set; null when the set has none",
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
-    duration_s="from the job's first running event to its end (to now while it runs)",
+    duration_s="from the job's running event (a retry's running event starts it again) to its end; to now "
+    "while it runs",
     shared_with="other jobs that held devices on a host this job held devices on, at an overlapping time",
 )
 
@@ -65,22 +66,17 @@ def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> li
     return [found[i] for i in job_ids]
 
 
-def _started(session: Session, job_ids: Sequence[int]) -> dict[int, datetime]:
-    """Each job's first running event."""
-    rows = session.execute(
-        select(JobEvent.job_id, func.min(JobEvent.created_at))
-        .where(JobEvent.job_id.in_(job_ids), JobEvent.status == "running")
-        .group_by(JobEvent.job_id)
-    )
-    return {job_id: first for job_id, first in rows}
+def _aware(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-def duration(started: datetime | None, job: Job, now: datetime) -> float | None:
-    """Seconds from the first running event to the job's end (to `now` while it runs)."""
-    if started is None:
+def duration_s(started_at: datetime | None, finished_at: datetime | None) -> float | None:
+    """Seconds from the job's running event (which sets `started_at`; a retry sets it again) to its end; to now
+    while it has not ended. The job page and the jobs list show this too."""
+    if started_at is None:
         return None
-    end = job.finished_at or (now if job.status == "running" else None)
-    return max(0.0, (end - started).total_seconds()) if end else None
+    end = _aware(finished_at) if finished_at else datetime.now(UTC)
+    return max(0.0, (end - _aware(started_at)).total_seconds())
 
 
 def _eval_reward(session: Session, job_id: int) -> tuple[float | None, int | None]:
@@ -106,13 +102,11 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
     jobs = visible_jobs(session, caller, job_ids)
     ids = [job.id for job in jobs]
     speeds = throughput.samples_per_s(session, ids)
-    started = _started(session, ids)
     shared = shared_with(session, ids)
     others = {s.job_id for rows in shared.values() for s in rows}
     visible_names = dict(session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all())
     native = next((job for job in jobs if job.executor == NATIVE), None)
     base = speeds[native.id] if native else None
-    now = utcnow()
     rows = []
     for job in jobs:
         figures = key_figures(session, job.id, [REWARD_KEY, MEMORY_KEY])
@@ -138,9 +132,9 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
                 best_reward=figures[REWARD_KEY].maximum if REWARD_KEY in figures else None,
                 eval_reward=eval_reward,
                 eval_step=eval_step,
-                started_at=started.get(job.id),
+                started_at=job.started_at,
                 ended_at=job.finished_at,
-                duration_s=duration(started.get(job.id), job, now),
+                duration_s=duration_s(job.started_at, job.finished_at),
                 shared_with=[
                     SharedHost(job_id=s.job_id, name=visible_names.get(s.job_id), host=s.host) for s in shared[job.id]
                 ],

@@ -64,6 +64,23 @@ def gpu_model(job: Job) -> str | None:
     return (job.spec.get("resources") or {}).get("gpu_model")
 
 
+def exclusive(spec: dict[str, Any]) -> bool:
+    """`resources.exclusive`: the job holds its hosts whole (see `for_job`)."""
+    return bool((spec.get("resources") or {}).get("exclusive"))
+
+
+def for_job(job: Job, free: FreeByHost, busy_hosts: set[int]) -> FreeByHost:
+    """The free devices `job` may take: an exclusive job only those of hosts where no device is in use."""
+    if not exclusive(job.spec):
+        return free
+    return {key: devices for key, devices in free.items() if key[0] not in busy_hosts}
+
+
+def without_hosts(free: FreeByHost, hosts: set[int]) -> FreeByHost:
+    """`free` less every device of `hosts` (hosts an exclusive job holds)."""
+    return {key: devices for key, devices in free.items() if key[0] not in hosts}
+
+
 def _matching(devices: list[FreeDevice], wanted: str | None) -> list[FreeDevice]:
     return [d for d in devices if model_matches(d.model, wanted)]
 
@@ -203,6 +220,9 @@ def place(job: Job, free: FreeByHost) -> list[PlacedNode]:
 def wait_reason(job: Job, free: FreeByHost, capacity: Capacity) -> str:
     """Why the job does not fit, in words the job page and the hosts page show."""
     pools = pool_demands(job)
+    if exclusive(job.spec):
+        why = _why_pools_wait(job, pools, free, capacity) if pools else _why_plain_waits(job, free, capacity)
+        return f"resources.exclusive: waits for a host with no device in use; {why}"
     return _why_pools_wait(job, pools, free, capacity) if pools else _why_plain_waits(job, free, capacity)
 
 

@@ -32,7 +32,17 @@ from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobEve
 from server.models.host import POOLS
 from server.services.hosts import mark_lost_hosts, model_matches
 from server.services.job_status import set_status
-from server.services.placement import FreeByHost, FreeDevice, PlacedNode, head_claim, place, wait_reason
+from server.services.placement import (
+    FreeByHost,
+    FreeDevice,
+    PlacedNode,
+    exclusive,
+    for_job,
+    head_claim,
+    place,
+    wait_reason,
+    without_hosts,
+)
 from server.services.scheduler_wakeup import SchedulerWakeup
 
 log = logging.getLogger(__name__)
@@ -267,6 +277,16 @@ def _free_devices(session: Session) -> FreeByHost:
     return free
 
 
+def _held_hosts(session: Session) -> tuple[set[int], set[int]]:
+    """Hosts where a device is in use now, and those of them an exclusive job holds."""
+    live = session.execute(
+        select(Allocation.host_id, Job.spec)
+        .join(Job, Job.id == Allocation.job_id)
+        .where(Allocation.released_at.is_(None))
+    ).all()
+    return {host_id for host_id, _ in live}, {host_id for host_id, spec in live if exclusive(spec)}
+
+
 def _host_capacity(session: Session, device_type: str, gpu_model: str | None) -> dict[int, int]:
     """Matching enabled devices per online host, free or not."""
     counts: dict[int, int] = {}
@@ -308,7 +328,8 @@ def _allocate(session: Session, report: PassReport) -> None:
     it will start on; a later job is placed (backfilled) only on devices outside that claim, so it never
     delays the head. A job held back by its team's quota claims nothing: it could not start anyway."""
     hosts = {h.id: h for h in session.scalars(select(Host).where(Host.status == "online"))}
-    free = _free_devices(session)
+    busy, held_whole = _held_hosts(session)
+    free = without_hosts(_free_devices(session), held_whole)
     usage = _team_usage(session)
     quotas = {
         team.id: (team.name, team.max_devices)
@@ -335,13 +356,14 @@ def _allocate(session: Session, report: PassReport) -> None:
         reason = _quota_reason(job, usage, quotas)
         placement: list[PlacedNode] = []
         if reason is None:
-            unclaimed = {key: devices for key, devices in free.items() if key not in claimed}
+            usable = for_job(job, free, busy)
+            unclaimed = {key: devices for key, devices in usable.items() if key not in claimed}
             placement = place(job, unclaimed)
             if not placement:
-                if head is not None and place(job, free):
+                if head is not None and place(job, usable):
                     reason = f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
                 else:
-                    reason = wait_reason(job, free, capacity)
+                    reason = wait_reason(job, usable, capacity)
                     if head is None:
                         claimed = head_claim(job, free, capacity)
                         head = job if claimed else None
@@ -368,6 +390,10 @@ def _allocate(session: Session, report: PassReport) -> None:
                     )
                 )
             report.placed.append(NodeTask(job.id, job.attempt, node_rank, host.name, host.queue))
+        placed_hosts = {node.host_id for node in placement}
+        busy |= placed_hosts
+        if exclusive(job.spec):
+            free = without_hosts(free, placed_hosts)
         if job.team_id is not None:
             usage[job.team_id] = usage.get(job.team_id, 0) + job.devices * job.nodes
         set_status(session, job, "scheduled", f"attempt {job.attempt} on {_placed_on(placement, hosts)}")

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from server_harness import Harness
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from server.models import Allocation, Device, Job, JobEvent
 
@@ -84,13 +84,12 @@ def test_duration_runs_from_the_running_event_to_the_end(harness: Harness) -> No
     job_id = _job(harness, "native", {THROUGHPUT: [1.0, 2.0]})
     harness.finish_job(job_id)
     with harness.session() as session:
-        end = session.get_one(Job, job_id).finished_at
-        assert end is not None
-        session.execute(
-            update(JobEvent)
-            .where(JobEvent.job_id == job_id, JobEvent.status == "running")
-            .values(created_at=end - timedelta(seconds=27))
-        )
+        running = session.scalars(
+            select(JobEvent.created_at).where(JobEvent.job_id == job_id, JobEvent.status == "running")
+        ).one()
+        job = session.get_one(Job, job_id)
+        assert job.started_at == running  # the running event sets it
+        job.finished_at = running + timedelta(seconds=27)
         session.commit()
     assert _compare(harness, [job_id]).json()["jobs"][0]["duration_s"] == 27.0
 

@@ -51,6 +51,7 @@ SPEC_BASE = {
     "algorithm": {"name": "flow_grpo", "total_steps": 40, "group_size": 4},
     "executor": {"name": "native"},
     "reward": [{"name": "brightness"}, {"name": "colorfulness", "weight": 0.5}],
+    "resources": {"device_type": "cuda", "devices": 2},
 }
 
 

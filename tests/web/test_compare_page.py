@@ -1,13 +1,16 @@
-"""The compare page renders the compare service's answer, and warns when compared jobs shared a host."""
+"""The compare page renders the compare service's answer and warns when compared jobs shared a host; "Run side
+by side" submits exclusive jobs to compare."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from page_fixtures import World
-from sqlalchemy import select
+from page_fixtures import World, csrf_of
+from sqlalchemy import func, select
 
-from server.models import Allocation, Device, utcnow
+from server.models import Allocation, Device, Job, utcnow
 
 
 def _url(ids: list[int]) -> str:
@@ -35,3 +38,34 @@ def test_compared_jobs_that_shared_a_host_are_named_in_a_warning(
 def test_jobs_that_ran_alone_carry_no_shared_host_warning(client: TestClient, world: World) -> None:
     html = client.get(_url([j.id for j in world.finished])).text
     assert 'id="shared-hosts"' not in html
+
+
+def test_run_side_by_side_submits_each_executor_exclusive_and_opens_their_comparison(
+    client: TestClient, world: World, app: FastAPI
+) -> None:
+    page = client.get(f"/jobs/{world.running.id}").text
+    response = client.post(
+        f"/jobs/{world.running.id}/side-by-side",
+        data={"csrf_token": csrf_of(page), "executor": ["native", "lean_retain"]},
+    )
+    assert response.status_code == 303, response.text[-3000:]
+    ids = [int(i) for i in re.findall(r"job=(\d+)", response.headers["location"])]
+    with app.state.sessionmaker() as session:
+        jobs = [session.get_one(Job, i) for i in ids]
+    assert [job.executor for job in jobs] == ["native", "lean_retain"]
+    assert all(job.spec["resources"]["exclusive"] is True and job.status == "queued" for job in jobs)
+    assert [job.name for job in jobs] == [f"{world.running.name}-native", f"{world.running.name}-lean_retain"]
+
+
+def test_run_side_by_side_with_an_unknown_executor_stores_nothing(
+    client: TestClient, world: World, app: FastAPI
+) -> None:
+    with app.state.sessionmaker() as session:
+        before = session.scalar(select(func.count()).select_from(Job))
+    page = client.get(f"/jobs/{world.running.id}").text
+    response = client.post(
+        f"/jobs/{world.running.id}/side-by-side", data={"csrf_token": csrf_of(page), "executor": ["native", "warp"]}
+    )
+    assert response.status_code == 422 and "not &#39;warp&#39;" in response.text
+    with app.state.sessionmaker() as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == before

@@ -48,12 +48,15 @@ def add_job(factory: sessionmaker[Session]) -> Callable[..., Job]:
         nodes: int = 1,
         gpu_model: str | None = None,
         pools: dict[str, dict[str, Any]] | None = None,
+        exclusive: bool = False,
         **fields: Any,
     ) -> Job:
         """`pools` ({"rollout": {"devices": 1, "gpu_model": ...}, "trainer": {...}}) makes a DigenRL pool job."""
         resources: dict[str, Any] = {"devices": devices, "device_type": device_type, "nodes": nodes}
         if gpu_model is not None:
             resources["gpu_model"] = gpu_model
+        if exclusive:
+            resources["exclusive"] = True
         if pools is not None:
             devices = resources["devices"] = sum(pool["devices"] for pool in pools.values())
             resources["pools"] = pools

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from server.api.page_session import read_session
-from web.pages import account, auth, compare, gallery, hosts, job_detail, jobs, submit, teams
+from web.pages import account, auth, compare, gallery, hosts, job_detail, jobs, side_by_side, submit, teams
 from web.pages.deps import PageNotFound
 from web.pages.render import not_found
 
@@ -23,7 +23,7 @@ VENDOR = {
 }
 
 router = APIRouter(include_in_schema=False)
-for module in (auth, jobs, job_detail, gallery, submit, compare, hosts, account, teams):
+for module in (auth, jobs, job_detail, side_by_side, gallery, submit, compare, hosts, account, teams):
     router.include_router(module.router)
 
 

@@ -13,7 +13,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from server.api.page_session import PageSession, write_cookie
+from server.services.compare import duration_s
 from server.services.samples import image_url
+from server.services.side_by_side import SIDE_BY_SIDE_EXECUTORS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 templates = Jinja2Templates(directory=TEMPLATES)
@@ -81,11 +83,8 @@ def stamp(value: datetime | None) -> str:
 
 
 def elapsed(job: Any) -> float | None:
-    """A job's run time so far (running) or in total (finished); None before it starts."""
-    if job.started_at is None:
-        return None
-    end = _utc(job.finished_at) if job.finished_at else datetime.now(UTC)
-    return max(0.0, (end - _utc(job.started_at)).total_seconds())
+    """A job's duration as the compare answer defines it (services.compare.duration_s)."""
+    return duration_s(job.started_at, job.finished_at)
 
 
 templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp, times=times, size=size)
@@ -97,6 +96,7 @@ templates.env.policies["json.dumps_kwargs"] = {}
 templates.env.globals["elapsed"] = elapsed
 # Sample images (and their thumbnails) come from the API's image route, reached with the page session cookie.
 templates.env.globals["sample_image_url"] = image_url
+templates.env.globals["side_by_side_executors"] = SIDE_BY_SIDE_EXECUTORS
 
 
 def render(

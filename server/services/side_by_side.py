@@ -1,0 +1,58 @@
+"""Run side by side: a job's spec once per chosen executor, each holding its host whole, for a fair compare."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import Job
+from server.services.auth import Caller
+from server.services.capacity import check_capacity
+from server.services.compare import MAX_JOBS
+from server.services.errors import FieldErrors
+from server.services.jobs import submit_job, validate_spec
+from server.services.scoping import team_for_submission
+from trainer.spec import EXECUTOR_OPTIONS
+
+# digenrl needs its two pools in `resources`: a spec written for another executor has none.
+SIDE_BY_SIDE_EXECUTORS = tuple(name for name in EXECUTOR_OPTIONS if name != "digenrl")
+
+
+def side_by_side_spec(spec: dict[str, Any], executor: str) -> dict[str, Any]:
+    """The spec under `executor` (with that executor's defaults: options differ per executor), exclusive."""
+    data = copy.deepcopy(spec)
+    data["name"] = f"{spec.get('name', 'job')}-{executor}"[:200]
+    data["executor"] = {"name": executor}
+    data.setdefault("resources", {})["exclusive"] = True
+    return data
+
+
+def run_side_by_side(
+    session: Session, caller: Caller, job: Job, team: str | None, executors: Sequence[str], settings: Settings
+) -> list[int]:
+    """Submit one exclusive job per executor, or none: every spec is checked before the first is stored."""
+    chosen = list(dict.fromkeys(executors))
+    unknown = [e for e in chosen if e not in SIDE_BY_SIDE_EXECUTORS]
+    if unknown or not chosen:
+        allowed = ", ".join(SIDE_BY_SIDE_EXECUTORS)
+        raise FieldErrors.one(
+            "executor", f"choose one or more of {allowed}" + (f"; not {unknown[0]!r}" if unknown else "")
+        )
+    if len(chosen) > MAX_JOBS:
+        raise FieldErrors.one("executor", f"at most {MAX_JOBS} executors")
+    specs = [side_by_side_spec(job.spec, executor) for executor in chosen]
+    errors: list[dict[str, str]] = []
+    for executor, data in zip(chosen, specs, strict=True):
+        try:
+            spec = validate_spec(data, settings)
+            team_for_submission(caller, team)
+            check_capacity(session, spec)
+        except FieldErrors as exc:
+            errors += [{"field": e["field"], "message": f"{executor}: {e['message']}"} for e in exc.detail]
+    if errors:
+        raise FieldErrors(errors)
+    return [submit_job(session, caller, data, settings, team).id for data in specs]
