@@ -619,7 +619,6 @@ def reporting_child(out: Path, steps: int) -> None:
     from trainer.reporting.reporter import Reporter
     from trainer.rewards.registry import WeightedReward
     from trainer.run import load_spec, step_metrics, to_png
-    from trainer.sampling.schedule import shifted_sigmas
 
     home = Path(os.environ["SFUMATO_HOME"])
     cached = ensure_builtin_tiny(Path.home() / ".cache" / "sfumato" / "builtin-tiny-sd3")
@@ -629,7 +628,7 @@ def reporting_child(out: Path, steps: int) -> None:
     spec = load_spec(spec_path)
     dist = init_distributed("cpu")
     family = load_family(spec.model, dist.device)
-    algorithm = make_algorithm(spec.algorithm, shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift), 0)
+    algorithm = make_algorithm(spec.algorithm, family.sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift), 0)
     job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
     executor = make_executor(spec.executor.name, job)
     pool = load_prompts(spec.prompts.source)

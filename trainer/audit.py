@@ -31,7 +31,6 @@ from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory
 from trainer.run import load_spec, quiet_libraries
-from trainer.sampling.schedule import shifted_sigmas
 from trainer.spec import JobSpec, SpecError, parse_spec
 
 # Relative L2 each exact executor must stay within (§6.1 table; digenrl with staleness forced to 0);
@@ -121,7 +120,7 @@ class AuditSession:
             raise SpecError("algorithm.prompts_per_step", problem)
         torch.manual_seed(spec.seed)
         family = load_family(spec.model, self.dist.device)
-        algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
+        algorithm = make_algorithm(algo, family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
         self.job = job = TrainingJob(spec, self.dist, family, algorithm, WeightedReward(spec.reward, self.dist.device))
         pool = load_prompts(spec.prompts.source)
         rank, world = self.dist.rank, self.dist.world_size

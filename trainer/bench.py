@@ -51,7 +51,6 @@ from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
 from trainer.run import load_spec, quiet_libraries
-from trainer.sampling.schedule import shifted_sigmas
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import JobSpec, SpecError
 
@@ -183,7 +182,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
             raise SpecError("algorithm.prompts_per_step", problem)
     torch.manual_seed(spec.seed)
     family = load_family(spec.model, distributed.device)
-    algorithm = make_algorithm(algo, shifted_sigmas(algo.sampling_steps, algo.shift), spec.seed)
+    algorithm = make_algorithm(algo, family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
     job = TrainingJob(spec, distributed, family, algorithm, WeightedReward(spec.reward, distributed.device))
     pool = load_prompts(spec.prompts.source)
     executors: dict[str, Executor] = {}

@@ -35,7 +35,6 @@ from trainer.prompts import load_prompts
 from trainer.reporting.reporter import Reporter
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import sample_ode
-from trainer.sampling.schedule import shifted_sigmas
 from trainer.sharding import choose_sharding, full_state
 from trainer.spec import JobSpec, SpecError, parse_spec
 
@@ -71,7 +70,7 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
 
     reward = WeightedReward(spec.reward, dist.device)  # first: a reward that does not load is a spec error
     family = load_family(spec.model, dist.device)
-    sigmas = shifted_sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
+    sigmas = family.sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
     algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
     sharding = choose_sharding(spec, dist.world_size)
     job = TrainingJob(spec, dist, family, algorithm, reward, sharding)

@@ -95,7 +95,8 @@ PIPELINE_FAMILIES = {"StableDiffusion3Pipeline": "sd3", "FluxPipeline": "flux", 
 
 
 def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
-    """A local diffusers directory whose model_index.json names another family's pipeline."""
+    """A local diffusers directory whose model_index.json names another family's pipeline, or that has no
+    usable scheduler config."""
     import json
 
     base = (info.context or {}).get("base_dir")
@@ -108,6 +109,9 @@ def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
     wanted = info.data.get("family")
     if family and wanted and family != wanted:
         raise ValueError(f"model path {value!r} holds a {pipeline} ({family}), not a {wanted} model: set model.family")
+    from trainer.sampling.scheduler_config import read_scheduler_config
+
+    read_scheduler_config(index.parent)  # the σ grid comes from it
 
 
 class ModelSpec(_Section):
@@ -202,7 +206,9 @@ class AlgorithmSpec(_Section):
     adv_clip: float = Field(5.0, gt=0)
     global_std: bool = True
     cfg_scale: float = Field(1.0, ge=1.0, le=30.0, description="1.0 disables classifier-free guidance")
-    shift: float = Field(3.0, gt=0, le=100.0, description="schedule shift s")
+    shift: float | None = Field(
+        None, gt=0, le=100.0, description="schedule shift s; overrides the checkpoint's scheduler config"
+    )
     max_grad_norm: float = Field(1.0, gt=0)
     inner_epochs: int = Field(1, ge=1, le=16)
     window_size: int | None = Field(None, ge=1, description="flow_grpo_fast: SDE window length")

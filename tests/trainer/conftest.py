@@ -8,9 +8,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    import torch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,3 +105,12 @@ def torchrun(
         text=True,
         timeout=timeout,
     )
+
+
+def sd3_sigmas(steps: int) -> torch.Tensor:
+    """The tiny SD3 model's grid (SD3.5-Medium's scheduler config) for ``steps`` steps, as jobs sample on it."""
+    from trainer.models.builtin_tiny import SCHEDULER_CONFIG
+    from trainer.sampling.schedule import CheckpointSchedule
+
+    config = {"_class_name": "FlowMatchEulerDiscreteScheduler", **SCHEDULER_CONFIG}
+    return CheckpointSchedule(config, "sd3").sigmas(steps, image_tokens=0)

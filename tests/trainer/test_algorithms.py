@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from tests.trainer.conftest import sd3_sigmas
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed
 from trainer.layout import step_batch
-from trainer.sampling.schedule import shifted_sigmas
 from trainer.sampling.sde_step import score_factor
 from trainer.spec import AlgorithmSpec
 
@@ -17,7 +17,7 @@ POOL = [f"prompt {n}" for n in range(20)]
 
 def plan_for(step: int = 1, rank: int = 0, world_size: int = 1, **fields: object):  # type: ignore[no-untyped-def]
     spec = AlgorithmSpec(**{"sampling_steps": 10, "group_size": 4, "prompts_per_step": 3, **fields})
-    algorithm = make_algorithm(spec, shifted_sigmas(10, 3.0), seed=0)
+    algorithm = make_algorithm(spec, sd3_sigmas(10), seed=0)
     batch = step_batch(POOL, step, 0, 3, 4, rank, world_size)
     return algorithm.plan(batch, SINGLE), batch, algorithm
 

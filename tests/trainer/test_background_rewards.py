@@ -39,13 +39,12 @@ def test_a_chunked_rollouts_scores_are_its_images_scored_inline(sfumato_home: Pa
     from trainer.models.loading import load_family
     from trainer.prompts import load_prompts
     from trainer.rewards.registry import WeightedReward
-    from trainer.sampling.schedule import shifted_sigmas
 
     spec = parse_spec(tiny_spec(algorithm={"sampling_steps": 3, "rollout_chunks": 3}))
     cpu = torch.device("cpu")
-    algorithm = make_algorithm(spec.algorithm, shifted_sigmas(3, spec.algorithm.shift), spec.seed)
-    job = TrainingJob(spec, Distributed(0, 1, 0, cpu), load_family(spec.model, cpu), algorithm, WeightedReward(
-        spec.reward, cpu))  # fmt: skip
+    family = load_family(spec.model, cpu)
+    algorithm = make_algorithm(spec.algorithm, family.sigmas(3, spec.algorithm.shift), spec.seed)
+    job = TrainingJob(spec, Distributed(0, 1, 0, cpu), family, algorithm, WeightedReward(spec.reward, cpu))
     batch = step_batch(load_prompts(spec.prompts.source), 1, spec.seed, 2, 4, 0, 1, "sharded")
     with torch.no_grad():
         trajectory = job.rollout(batch, job.plan(batch))

@@ -75,6 +75,8 @@ def test_a_directory_of_another_familys_pipeline_is_a_spec_error_naming_the_path
     from trainer.spec import parse_spec, spec_errors
 
     (tmp_path / "model_index.json").write_text('{"_class_name": "StableDiffusion3Pipeline"}')
+    (tmp_path / "scheduler").mkdir()
+    (tmp_path / "scheduler" / "scheduler_config.json").write_text('{"_class_name": "FlowMatchEulerDiscreteScheduler"}')
     parse_spec({"model": {"family": "sd3", "path": str(tmp_path)}})
     with pytest.raises(ValidationError) as error:
         parse_spec({"model": {"family": "flux", "path": str(tmp_path)}})

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from trainer.sampling.schedule import shifted_sigmas
+from tests.trainer.conftest import sd3_sigmas
 from trainer.sampling.sde_step import diffusion_coefficient, ode_step, score_factor, sde_step
 
 
@@ -23,7 +23,7 @@ def _inputs(rows: int = 3) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("kind", ["flow_grpo", "dance", "flash"])
 def test_sde_log_prob_equals_normal_log_density_mean_over_dims(kind: str) -> None:
-    sigmas = shifted_sigmas(10, 3.0)
+    sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([0, 4, 8])
     out = sde_step(velocity, x, index, sigmas, kind, 0.7, noise=noise)
@@ -34,7 +34,7 @@ def test_sde_log_prob_equals_normal_log_density_mean_over_dims(kind: str) -> Non
 
 
 def test_mean_matches_the_reference_coefficients_m_and_h() -> None:
-    sigmas = shifted_sigmas(10, 3.0)
+    sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs(1)
     i = 3
     s, d = float(sigmas[i]), float(sigmas[i + 1] - sigmas[i])
@@ -47,7 +47,7 @@ def test_mean_matches_the_reference_coefficients_m_and_h() -> None:
 
 
 def test_first_step_substitutes_sigma_one_to_avoid_division_by_zero() -> None:
-    sigmas = shifted_sigmas(10, 3.0)
+    sigmas = sd3_sigmas(10)
     g0 = diffusion_coefficient("flow_grpo", sigmas, torch.tensor([0]), 0.7)
     s1 = float(sigmas[1])
     assert math.isclose(float(g0), 0.7 * math.sqrt(1 / (1 - s1)), rel_tol=1e-12)
@@ -55,7 +55,7 @@ def test_first_step_substitutes_sigma_one_to_avoid_division_by_zero() -> None:
 
 @pytest.mark.parametrize("kind", ["flow_grpo", "dance"])
 def test_vanishing_noise_level_gives_the_ode_step(kind: str) -> None:
-    sigmas = shifted_sigmas(10, 3.0)
+    sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([1, 5, 9])
     out = sde_step(velocity, x, index, sigmas, kind, 1e-7, noise=noise)
@@ -63,7 +63,7 @@ def test_vanishing_noise_level_gives_the_ode_step(kind: str) -> None:
 
 
 def test_cps_with_zero_level_is_the_ode_step_and_log_prob_has_no_constants() -> None:
-    sigmas = shifted_sigmas(10, 3.0)
+    sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([0, 4, 8])
     out = sde_step(velocity, x, index, sigmas, "cps", 0.0, noise=noise)
@@ -73,7 +73,7 @@ def test_cps_with_zero_level_is_the_ode_step_and_log_prob_has_no_constants() -> 
 
 @pytest.mark.parametrize("kind", ["flow_grpo", "dance", "flash"])
 def test_score_factor_matches_its_closed_form(kind: str) -> None:
-    sigmas = shifted_sigmas(20, 3.0)
+    sigmas = sd3_sigmas(20)
     level = 0.7 if kind == "flow_grpo" else 0.3
     for i in range(1, 10):
         s, d = float(sigmas[i]), float(sigmas[i + 1] - sigmas[i])
@@ -86,7 +86,7 @@ def test_score_factor_matches_its_closed_form(kind: str) -> None:
 
 
 def test_flash_inverse_factor_reproduces_the_published_wan_table() -> None:
-    sigmas = shifted_sigmas(20, 3.0)
+    sigmas = sd3_sigmas(20)
     published = [7.4770, 7.0414, 6.6112, 6.1867, 5.7682, 5.3559, 4.9502, 4.5513, 4.1596, 3.7754]
     wan = torch.cat(
         [

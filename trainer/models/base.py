@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from trainer.sampling.schedule import CheckpointSchedule
+
 
 @dataclass
 class Conditioning:
@@ -45,6 +47,12 @@ class ModelFamily(ABC):
     transformer: nn.Module
     latent_shape: tuple[int, ...]
     lora_targets: tuple[str, ...]
+    schedule: CheckpointSchedule
+    image_tokens: int  # transformer tokens of one sample: what a pipeline's dynamic shifting counts
+
+    def sigmas(self, steps: int, shift: float | None = None) -> torch.Tensor:
+        """The checkpoint's own σ grid for ``steps`` steps at this family's sample size (``shift`` overrides)."""
+        return self.schedule.sigmas(steps, self.image_tokens, shift)
 
     @abstractmethod
     def encode_prompts(self, prompts: list[str]) -> Conditioning: ...

@@ -1,9 +1,10 @@
 """The built-in tiny models (one per family), built once from explicit configs and cached on disk.
 
-Nothing is downloaded: the transformer, VAE, text encoders and a word-level tokenizer are
-created from configs with a fixed seed, written with ``save_pretrained``, and every job then
-loads them through the same ``from_pretrained`` path a real checkpoint takes. The SD3 configs
-are below; FLUX's and Wan's are in ``tiny_flux.py`` and ``tiny_wan.py``.
+Nothing is downloaded: the transformer, VAE, text encoders, a word-level tokenizer and the real
+checkpoint's scheduler config are created from configs with a fixed seed, written with
+``save_pretrained``, and every job then loads them through the same ``from_pretrained`` path a
+real checkpoint takes. The SD3 configs are below; FLUX's and Wan's are in ``tiny_flux.py`` and
+``tiny_wan.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from trainer.prompts import COLORS, OBJECTS
 
 BUILD_SEED = 1234
 # Raised whenever a tiny model's layout changes, so a cached older build is rebuilt.
-TINY_VERSION = 2
+TINY_VERSION = 3
 LATENT_SIZE = 8
 MAX_TOKENS = 16
 # SD3's text stack in miniature: CLIP-L and CLIP-G (penultimate states side by side, 16 + 8 wide,
@@ -49,6 +50,9 @@ TRANSFORMER_CONFIG = {
     "pooled_projection_dim": TEXT_PROJECTION,
     "pos_embed_max_size": LATENT_SIZE,
 }
+
+# stabilityai/stable-diffusion-3.5-medium's scheduler/scheduler_config.json (and SD3-medium's).
+SCHEDULER_CONFIG = {"num_train_timesteps": 1000, "shift": 3.0}
 
 
 def text_encoder_config(hidden: int = CLIP_L_HIDDEN) -> dict:
@@ -138,10 +142,11 @@ def build_tiny(directory: Path, family: str = "sd3") -> None:
 
 def build_tiny_sd3(directory: Path, words: list[str]) -> None:
     """StableDiffusion3Pipeline's layout: the transformer, the VAE, and three text encoders with tokenizers."""
-    from diffusers import SD3Transformer2DModel
+    from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
 
     SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    FlowMatchEulerDiscreteScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     tokenizer = word_tokenizer(words, MAX_TOKENS)
     for suffix, hidden in (("", CLIP_L_HIDDEN), ("_2", CLIP_G_HIDDEN)):

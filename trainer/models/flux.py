@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.sampling.schedule import CheckpointSchedule
 
 DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default (algorithms.md §6)
 
@@ -25,6 +26,7 @@ class FluxFamily(ModelFamily):
         from diffusers import AutoencoderKL, FluxTransformer2DModel
         from transformers import AutoTokenizer, CLIPTextModel, T5EncoderModel
 
+        self.schedule = CheckpointSchedule.load(directory, "flux")
         self.device = device
         transformer = FluxTransformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
@@ -36,6 +38,7 @@ class FluxFamily(ModelFamily):
         channels = self.transformer.config.in_channels // 4
         size = self.vae.config.sample_size // 2 ** (len(self.vae.config.block_out_channels) - 1)
         self.latent_shape = (channels, size, size)
+        self.image_tokens = (size // 2) ** 2  # FluxPipeline's packed 2 × 2 patches
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:

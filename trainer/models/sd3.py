@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.sampling.schedule import CheckpointSchedule
 from trainer.spec import SpecError
 
 T5_SEQUENCE = 256  # StableDiffusion3Pipeline's default max_sequence_length
@@ -32,6 +33,7 @@ class SD3Family(ModelFamily):
             if not (directory / part).is_dir():
                 message = f"an SD3 directory has CLIP-L and CLIP-G text encoders; {directory} has no {part}/"
                 raise SpecError("model.path", message)
+        self.schedule = CheckpointSchedule.load(directory, "sd3")
         self.device = device
         transformer = SD3Transformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
@@ -53,6 +55,7 @@ class SD3Family(ModelFamily):
             self.t5_sequence = min(T5_SEQUENCE, self.t5_tokenizer.model_max_length)
         size = self.transformer.config.sample_size
         self.latent_shape = (self.transformer.config.in_channels, size, size)
+        self.image_tokens = (size // self.transformer.config.patch_size) ** 2
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:

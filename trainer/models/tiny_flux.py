@@ -30,14 +30,26 @@ TRANSFORMER_CONFIG = {
     "axes_dims_rope": (4, 6, 6),
 }
 
+# black-forest-labs/FLUX.1-dev's scheduler/scheduler_config.json: shift by the image's token count.
+SCHEDULER_CONFIG = {
+    "num_train_timesteps": 1000,
+    "shift": 3.0,
+    "use_dynamic_shifting": True,
+    "base_shift": 0.5,
+    "max_shift": 1.15,
+    "base_image_seq_len": 256,
+    "max_image_seq_len": 4096,
+}
+
 
 def build_tiny_flux(directory: Path, words: list[str]) -> None:
     """Components from configs (the caller seeds torch), saved as a FluxPipeline directory."""
-    from diffusers import FluxTransformer2DModel
+    from diffusers import FlowMatchEulerDiscreteScheduler, FluxTransformer2DModel
     from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
 
     tokenizer = word_tokenizer(words, MAX_TOKENS)
     FluxTransformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    FlowMatchEulerDiscreteScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     clip = CLIPTextConfig(
         vocab_size=len(tokenizer),

@@ -47,15 +47,26 @@ VAE_CONFIG = {
     "latents_std": [1.0] * LATENT_CHANNELS,
 }
 
+# Wan-AI/Wan2.1-T2V-1.3B-Diffusers' scheduler: UniPC on flow sigmas, flow_shift 3 (WanPipeline's default).
+SCHEDULER_CONFIG = {
+    "num_train_timesteps": 1000,
+    "prediction_type": "flow_prediction",
+    "use_flow_sigmas": True,
+    "flow_shift": 3.0,
+    "solver_order": 2,
+    "final_sigmas_type": "zero",
+}
+
 
 def build_tiny_wan(directory: Path, words: list[str]) -> None:
     """Components from configs (the caller seeds torch), saved as a WanPipeline directory."""
-    from diffusers import AutoencoderKLWan, WanTransformer3DModel
+    from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanTransformer3DModel
     from transformers import UMT5Config, UMT5EncoderModel
 
     tokenizer = word_tokenizer(words, MAX_TOKENS)
     WanTransformer3DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     AutoencoderKLWan(**VAE_CONFIG).save_pretrained(directory / "vae")
+    UniPCMultistepScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
     umt5 = UMT5Config(**tiny_t5_config(len(tokenizer), TEXT_HIDDEN))
     UMT5EncoderModel(umt5).save_pretrained(directory / "text_encoder")
     tokenizer.save_pretrained(directory / "tokenizer")

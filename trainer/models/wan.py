@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.sampling.schedule import CheckpointSchedule
 from trainer.spec import SpecError
 
 PIPELINE_SIZE = (480, 832, 81)  # WanPipeline's default height, width and frames
@@ -30,6 +31,7 @@ class WanFamily(ModelFamily):
         from diffusers import AutoencoderKLWan, WanTransformer3DModel
         from transformers import AutoTokenizer, UMT5EncoderModel
 
+        self.schedule = CheckpointSchedule.load(directory, "wan")
         self.device = device
         transformer = WanTransformer3DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
@@ -38,6 +40,9 @@ class WanFamily(ModelFamily):
         self.text_encoder = encoder.to(device).eval().requires_grad_(False)
         self.tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
         self.latent_shape = (self.transformer.config.in_channels, *self.latent_size(*size))
+        frames, height, width = self.latent_shape[1:]
+        patch_frames, patch_height, patch_width = self.transformer.config.patch_size
+        self.image_tokens = (frames // patch_frames) * (height // patch_height) * (width // patch_width)
 
     def latent_size(self, height: int, width: int, frames: int) -> tuple[int, int, int]:
         """(latent frames, latent height, latent width) for a video size this checkpoint can take."""
