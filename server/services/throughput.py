@@ -22,8 +22,9 @@ from server.services.sql_text import select_text
 THROUGHPUT_KEY = "throughput/samples_per_s"
 WARMUP_STEPS = 1
 DEFINITION = (
-    f"median of {THROUGHPUT_KEY} over the job's steps, leaving out the first {WARMUP_STEPS} step(s) of each "
-    "attempt (warm-up)"
+    f"median of {THROUGHPUT_KEY} over the job's steps, leaving out each attempt's first "
+    + ("step" if WARMUP_STEPS == 1 else f"{WARMUP_STEPS} steps")
+    + " (warm-up)"
 )
 
 _FIRST_STEPS = select_text(

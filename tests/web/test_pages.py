@@ -217,3 +217,12 @@ def test_compare_shows_the_analytical_bound_and_measured_over_bound(client: Test
     assert bounds == ["1.00\u00d7", "1.47\u00d7", "1.47\u00d7"]
     ratios = re.findall(r'<td class="num of-bound">([^<]+)</td>', html)
     assert ratios == ["100 %", "109 %", "95 %"]  # 1.60 / 1.47 and 1.40 / 1.47
+
+
+def test_cancelling_a_job_removing_a_member_and_revoking_a_token_ask_first(client: TestClient, world: World) -> None:
+    job = client.get(f"/jobs/{world.running.id}").text
+    team = client.get("/teams/1").text
+    settings = client.get("/settings").text
+    assert re.search(r'action="/jobs/\d+/cancel" class="inline" data-confirm="Cancel job', job)
+    assert re.search(r'action="/teams/1/members/\d+/remove" class="inline" data-confirm="Remove ', team)
+    assert re.search(r'action="/settings/tokens/\d+/revoke" class="inline" data-confirm="Revoke token ', settings)

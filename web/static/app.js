@@ -1,4 +1,4 @@
-// Sfumato pages: theme switch, log follow, lightbox. No inline scripts anywhere (CSP-friendly).
+// Sfumato pages: theme switch, log follow, lightbox, confirmations. No inline scripts anywhere (CSP-friendly).
 (function () {
   "use strict";
 
@@ -65,6 +65,12 @@
   document.addEventListener("DOMContentLoaded", syncOptionFields);
   document.addEventListener("change", function (event) {
     if (event.target.matches('select[name="executor.name"], select[name="algorithm.name"]')) syncOptionFields();
+  });
+
+  // Destructive forms (cancel a job, remove a member, revoke a token) ask first.
+  document.addEventListener("submit", function (event) {
+    const form = event.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
   });
 
   // Gallery slider: show the chosen step while dragging.

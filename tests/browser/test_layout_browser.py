@@ -1,0 +1,122 @@
+"""Safe clicks on every page at 1280x800 and 1920x1080: no two clickable elements overlap, nothing overflows
+sideways (tables included), and the element at each button's centre is that button. Also saves the compare
+page's screenshot the README shows (docs/images/compare.png, 1280 wide)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from browser_support import SCREENSHOTS, Live, PageProbe
+
+pytestmark = pytest.mark.browser
+
+VIEWPORTS = [(1280, 800), (1920, 1080)]
+README_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+# Every page, by a path built from the test world.
+PAGES: dict[str, Callable[[Live], str]] = {
+    "jobs": lambda live: "/jobs",
+    "job running": lambda live: f"/jobs/{live.world.running.id}",
+    "job failed": lambda live: f"/jobs/{live.world.hostile.id}" if live.world.hostile else "/jobs",
+    "job queued": lambda live: f"/jobs/{live.world.queued[0].id}",
+    "gallery": lambda live: f"/jobs/{live.world.running.id}/gallery",
+    "submit": lambda live: "/submit",
+    "submit json": lambda live: "/submit?mode=json",
+    "compare picker": lambda live: "/compare",
+    "compare": lambda live: "/compare?" + "&".join(f"job={j.id}" for j in [live.world.running, *live.world.finished]),
+    "hosts": lambda live: "/hosts",
+    "settings": lambda live: "/settings",
+    "teams": lambda live: "/teams",
+    "team": lambda live: "/teams/1",
+    "team audit": lambda live: "/teams/1/audit",
+    "users": lambda live: "/admin/users",
+    "not found": lambda live: "/jobs/987654",
+}
+
+# Runs in the page: the problems it finds, as sentences.
+CHECK_LAYOUT = """() => {
+  const problems = [];
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > width + 1) {
+    problems.push(`page scrolls sideways: ${document.documentElement.scrollWidth}px in ${width}px`);
+  }
+  for (const wrap of document.querySelectorAll(".table-wrap, table, pre, .charts")) {
+    if (wrap.closest("details:not([open])") || wrap.closest("[hidden]")) continue;
+    if (wrap.scrollWidth > wrap.clientWidth + 1 && !wrap.matches("pre")) {
+      problems.push(`${describe(wrap)} overflows sideways: ${wrap.scrollWidth}px in ${wrap.clientWidth}px`);
+    }
+  }
+  const clickable = [...document.querySelectorAll(
+    "a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button]"
+  )].filter(visible);
+  for (let i = 0; i < clickable.length; i++) {
+    for (let j = i + 1; j < clickable.length; j++) {
+      const a = clickable[i], b = clickable[j];
+      if (a.contains(b) || b.contains(a)) continue;
+      const r = a.getBoundingClientRect(), s = b.getBoundingClientRect();
+      const x = Math.min(r.right, s.right) - Math.max(r.left, s.left);
+      const y = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+      if (x > 1 && y > 1) problems.push(`${describe(a)} overlaps ${describe(b)}`);
+    }
+  }
+  for (const button of clickable.filter((e) => e.matches("button, [role=button], input[type=submit]"))) {
+    button.scrollIntoView({block: "center", inline: "center"});
+    const r = button.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (!hit || !(hit === button || button.contains(hit))) {
+      problems.push(`the centre of ${describe(button)} is ${hit ? describe(hit) : "nothing"}`);
+    }
+  }
+  window.scrollTo(0, 0);
+  return problems;
+
+  function visible(e) {
+    if (e.closest("details:not([open]) > :not(summary)") || e.closest("[hidden], dialog:not([open])")) return false;
+    const r = e.getBoundingClientRect();
+    const style = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && style.visibility !== "hidden" && style.display !== "none";
+  }
+  function describe(e) {
+    const text = (e.innerText || e.value || e.getAttribute("aria-label") || "").trim().slice(0, 30);
+    return `<${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}${e.className && typeof e.className === "string" ?
+      "." + e.className.trim().split(/\\s+/).join(".") : ""}> "${text}"`;
+  }
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
+def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its_centre_hits(
+    live: Live, browser: object, login_state: str, width: int, height: int
+) -> None:
+    context = browser.new_context(storage_state=login_state, viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    page = context.new_page()
+    problems: list[str] = []
+    for name, path in PAGES.items():
+        page.goto(live.url + path(live))
+        page.wait_for_load_state("networkidle")
+        problems += [f"{name} ({path(live)}): {p}" for p in page.evaluate(CHECK_LAYOUT)]
+        if name == "compare":  # the README's at 1280 wide; the other beside the test's screenshots
+            folder = README_IMAGES if width == 1280 else SCREENSHOTS
+            folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(folder / ("compare.png" if width == 1280 else f"compare-{width}.png")))
+    context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_removing_a_member_asks_first_and_dismissing_keeps_them(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    asked: list[str] = []
+
+    def dismiss(dialog: object) -> None:
+        asked.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.dismiss()  # type: ignore[attr-defined]
+
+    page.on("dialog", dismiss)
+    page.goto(f"{live.url}/teams/1")
+    page.click("tr:has-text('bob') button:has-text('Remove')")
+    assert asked == ["Remove bob from team vision? They lose access to its jobs."]
+    page.reload()
+    assert page.locator("tbody tr:has-text('bob')").count() == 1
+    assert probe.errors == []
