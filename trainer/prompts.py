@@ -1,4 +1,5 @@
-"""Prompt sources: the built-in colour × object set, or a text file with one prompt per line."""
+"""Prompt sources: the built-in colour × object set, the shapes model's captions, or a text file with one
+prompt per line."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def builtin_colors() -> list[str]:
 def load_prompts(source: str) -> list[str]:
     if source == "builtin:colors":
         return builtin_colors()
+    if source == "builtin:shapes":
+        from trainer.models.shapes_dataset import all_captions
+
+        return all_captions()
     lines = [line.strip() for line in Path(source).expanduser().read_text().splitlines()]
     prompts = [line for line in lines if line]
     if not prompts:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
-BUILTIN_PROMPT_SOURCES = ("builtin:colors",)
+BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes")
 BUILTIN_FAMILIES = ("sd3", "flux", "wan")
 
 PIXEL_REWARDS = (
@@ -26,6 +26,7 @@ PIXEL_REWARDS = (
     "colorfulness",
     "jpeg_compressibility",
     "jpeg_incompressibility",
+    "orange_background",
     "prompt_color_match",
 )
 MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
@@ -351,7 +352,11 @@ class RewardSpec(_Section):
 
 
 class PromptsSpec(_Section):
-    source: str = Field("builtin:colors", description="'builtin:colors' or a text file with one prompt per line")
+    source: str = Field(
+        "builtin:colors",
+        description="'builtin:colors', 'builtin:shapes' (the shapes model's captions), or a text file with one "
+        "prompt per line",
+    )
     eval: list[str] = Field(
         default_factory=lambda: ["a red apple", "a blue ocean"],
         max_length=64,

@@ -57,3 +57,11 @@ def test_weighted_reward_sums_by_weight_and_keeps_each_part() -> None:
     total, parts = reward(images, ["a red apple", "a red apple"])
     assert set(parts) == {"brightness", "prompt_color_match"}
     assert torch.allclose(total, 2 * parts["brightness"] - parts["prompt_color_match"])
+
+
+def test_orange_background_scores_the_border_not_the_shape() -> None:
+    orange_ring = solid((1.0, 0.55, 0.0))
+    orange_ring[:, 1:-1, 1:-1] = torch.tensor((0.1, 0.2, 0.9)).reshape(3, 1, 1)  # a blue shape filling the inside
+    black = solid((0.0, 0.0, 0.0))
+    scores = PIXEL_REWARD_FUNCTIONS["orange_background"](torch.stack([orange_ring, black]), ["", ""])
+    assert abs(float(scores[0]) - 1.0) < 1e-6 and abs(float(scores[1]) - 0.342) < 1e-3

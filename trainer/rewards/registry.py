@@ -19,6 +19,7 @@ from trainer.rewards.colorfulness import colorfulness
 from trainer.rewards.hpsv2 import make_hpsv2
 from trainer.rewards.jpeg_compressibility import jpeg_compressibility
 from trainer.rewards.jpeg_incompressibility import jpeg_incompressibility
+from trainer.rewards.orange_background import orange_background
 from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
 from trainer.spec import REWARD_ENTRY_POINT_GROUP, RewardSpec, SpecError
@@ -32,6 +33,7 @@ PIXEL_REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "colorfulness": colorfulness,
     "jpeg_compressibility": jpeg_compressibility,
     "jpeg_incompressibility": jpeg_incompressibility,
+    "orange_background": orange_background,
     "prompt_color_match": prompt_color_match,
 }
 
