@@ -3,8 +3,18 @@
 from server.models.account import ROLES, ApiToken, Membership, Team, User
 from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
-from server.models.host import HOST_STATES, Allocation, Device, Host
-from server.models.job import ACTIVE_STATES, JOB_STATES, TERMINAL_STATES, Artifact, Job, JobEvent
+from server.models.host import Allocation, Device, Host
+from server.models.job import Artifact, Job, JobEvent
+from server.models.states import (
+    ACTIVE_STATES,
+    HOST_STATES,
+    JOB_STATES,
+    JOB_TRANSITIONS,
+    TERMINAL_STATES,
+    AdminState,
+    HostStatus,
+    JobStatus,
+)
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
 
 __all__ = [
@@ -12,9 +22,11 @@ __all__ = [
     "AUDIT_ACTIONS",
     "HOST_STATES",
     "JOB_STATES",
+    "JOB_TRANSITIONS",
     "METRIC_BLOCK_STEPS",
     "ROLES",
     "TERMINAL_STATES",
+    "AdminState",
     "Allocation",
     "ApiToken",
     "Artifact",
@@ -22,8 +34,10 @@ __all__ = [
     "Base",
     "Device",
     "Host",
+    "HostStatus",
     "Job",
     "JobEvent",
+    "JobStatus",
     "LogLine",
     "Membership",
     "MetricAttempt",

@@ -8,11 +8,8 @@ from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String,
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
+from server.models.states import AdminState, HostStatus
 
-HOST_STATES = ("online", "draining", "disabled", "lost")
-# What an admin asked of a host. Kept apart from liveness, so a host that is lost and comes back
-# returns to the admin's choice (a drained host stays drained).
-ADMIN_STATES = ("active", "draining", "disabled")
 POOLS = ("rollout", "trainer")
 
 
@@ -23,10 +20,10 @@ class Host(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     queue: Mapped[str] = mapped_column(String(250))
     address: Mapped[str | None] = mapped_column(String(200))
-    # Effective state, what the scheduler and the pages read: "lost" when the heartbeat stopped,
-    # else the admin's choice ("online" for active).
-    status: Mapped[str] = mapped_column(String(20), default="online")
-    admin_state: Mapped[str] = mapped_column(String(20), default="active", server_default="active")
+    status: Mapped[str] = mapped_column(String(20), default=HostStatus.ONLINE)  # a HostStatus
+    admin_state: Mapped[str] = mapped_column(  # an AdminState
+        String(20), default=AdminState.ACTIVE, server_default=AdminState.ACTIVE.value
+    )
     last_heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     registered_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

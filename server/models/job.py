@@ -9,10 +9,7 @@ from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, S
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
-
-ACTIVE_STATES = ("queued", "scheduled", "running")
-TERMINAL_STATES = ("succeeded", "failed", "cancelled")
-JOB_STATES = (*ACTIVE_STATES, *TERMINAL_STATES)
+from server.models.states import JobStatus
 
 
 class Job(Base):
@@ -22,7 +19,7 @@ class Job(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(20), default=JobStatus.QUEUED, index=True)
     priority: Mapped[int] = mapped_column(Integer, default=0)
     algorithm: Mapped[str] = mapped_column(String(40))
     executor: Mapped[str] = mapped_column(String(40))

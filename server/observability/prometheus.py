@@ -19,7 +19,18 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.models import HOST_STATES, JOB_STATES, Allocation, Device, Host, Job, MetricBlock, utcnow
+from server.models import (
+    HOST_STATES,
+    JOB_STATES,
+    Allocation,
+    Device,
+    Host,
+    HostStatus,
+    Job,
+    JobStatus,
+    MetricBlock,
+    utcnow,
+)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -33,7 +44,7 @@ class PlatformCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self.factory() as session:
             jobs = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
-            oldest = session.scalar(select(func.min(Job.created_at)).where(Job.status == "queued"))
+            oldest = session.scalar(select(func.min(Job.created_at)).where(Job.status == JobStatus.QUEUED))
             hosts = dict(session.execute(select(Host.status, func.count()).group_by(Host.status)).all())
             points = session.scalar(select(func.coalesce(func.sum(MetricBlock.n), 0))) or 0
             held = select(Allocation.device_id).where(Allocation.released_at.is_(None))
@@ -43,7 +54,7 @@ class PlatformCollector(Collector):
             free = session.execute(
                 select(Device.device_type, func.count())
                 .join(Host, Host.id == Device.host_id)
-                .where(Host.status == "online", Device.enabled, Device.id.not_in(held))
+                .where(Host.status == HostStatus.ONLINE, Device.enabled, Device.id.not_in(held))
                 .group_by(Device.device_type)
             ).all()
             devices = GaugeMetricFamily("sfumato_devices", "Devices by state and type", labels=["state", "device_type"])
@@ -55,7 +66,7 @@ class PlatformCollector(Collector):
         for state in JOB_STATES:
             by_state.add_metric([state], jobs.get(state, 0))
         yield by_state
-        yield GaugeMetricFamily("sfumato_queue_length", "Jobs waiting for devices", value=jobs.get("queued", 0))
+        yield GaugeMetricFamily("sfumato_queue_length", "Jobs waiting for devices", value=jobs.get(JobStatus.QUEUED, 0))
         wait = (utcnow() - oldest).total_seconds() if oldest is not None else 0.0
         yield GaugeMetricFamily(
             "sfumato_queue_oldest_wait_seconds", "How long the oldest queued job has waited", value=max(wait, 0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.models import Device, Host
+from server.models import AdminState, Device, Host, HostStatus
 from server.services.errors import FieldErrors
 from server.services.hosts import model_matches
 from trainer.spec import JobSpec
@@ -18,8 +18,8 @@ def _matching_per_host(session: Session, device_type: str, gpu_model: str | None
         select(Device.host_id, Device.model)
         .join(Host, Host.id == Device.host_id)
         .where(
-            Host.admin_state != "disabled",
-            Host.status != "disabled",
+            Host.admin_state != AdminState.DISABLED,
+            Host.status != HostStatus.DISABLED,
             Device.enabled.is_(True),
             Device.device_type == device_type,
         )

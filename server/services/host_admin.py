@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from server.models import Device, Host
+from server.models import AdminState, Device, Host, HostStatus
 from server.services.errors import NotFound
 from server.services.hosts import live_status
 from server.services.scheduler import requeue_jobs_on_host
@@ -26,24 +26,24 @@ def _host(session: Session, host_id: int) -> Host:
     return host
 
 
-def _choose(host: Host, admin_state: str) -> Host:
+def _choose(host: Host, admin_state: AdminState) -> Host:
     host.admin_state = admin_state
-    if host.status != "lost":
+    if host.status != HostStatus.LOST:
         host.status = live_status(host)
     return host
 
 
 def drain_host(session: Session, host_id: int) -> Host:
-    return _choose(_host(session, host_id), "draining")
+    return _choose(_host(session, host_id), AdminState.DRAINING)
 
 
 def enable_host(session: Session, host_id: int) -> Host:
-    return _choose(_host(session, host_id), "active")
+    return _choose(_host(session, host_id), AdminState.ACTIVE)
 
 
 def disable_host(session: Session, host_id: int) -> tuple[Host, list[int]]:
     """Out of service now; returns the jobs sent back to the queue (their workers stop them)."""
-    host = _choose(_host(session, host_id), "disabled")
+    host = _choose(_host(session, host_id), AdminState.DISABLED)
     return host, requeue_jobs_on_host(session, host, f"host {host.name} disabled by an admin")
 
 

@@ -12,10 +12,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import Device, Host, utcnow
-
-# The host status each admin choice gives a live host.
-LIVE_STATUS = {"active": "online", "draining": "draining", "disabled": "disabled"}
+from server.models import AdminState, Device, Host, HostStatus, utcnow
+from server.models.states import LIVE_STATUS
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,12 @@ def register_host(session: Session, name: str, devices: list[DeviceInfo], addres
     host = session.scalar(select(Host).where(Host.name == name))
     if host is None:
         host = Host(
-            name=name, queue=host_queue(name), address=address, status="online", admin_state="active", registered_at=now
+            name=name,
+            queue=host_queue(name),
+            address=address,
+            status=HostStatus.ONLINE,
+            admin_state=AdminState.ACTIVE,
+            registered_at=now,
         )
         session.add(host)
         session.flush()
@@ -79,9 +82,9 @@ def register_host(session: Session, name: str, devices: list[DeviceInfo], addres
     return host
 
 
-def live_status(host: Host) -> str:
+def live_status(host: Host) -> HostStatus:
     """The status of a host that heartbeats: what the admin chose (`online` when nothing)."""
-    return LIVE_STATUS.get(host.admin_state or "active", "online")
+    return LIVE_STATUS[AdminState(host.admin_state or AdminState.ACTIVE)]
 
 
 def heartbeat(session: Session, name: str) -> bool:
@@ -90,7 +93,7 @@ def heartbeat(session: Session, name: str) -> bool:
     if host is None:
         return False
     host.last_heartbeat_at = utcnow()
-    if host.status == "lost":
+    if host.status == HostStatus.LOST:
         host.status = live_status(host)
     return True
 
@@ -98,7 +101,7 @@ def heartbeat(session: Session, name: str) -> bool:
 def mark_lost_hosts(session: Session, lost_after_seconds: float, now: datetime | None = None) -> list[Host]:
     """Hosts whose last heartbeat is older than the timeout become `lost` (their admin state stays); returns them."""
     cutoff = (now or utcnow()) - timedelta(seconds=lost_after_seconds)
-    hosts = list(session.scalars(select(Host).where(Host.status != "lost", Host.last_heartbeat_at < cutoff)))
+    hosts = list(session.scalars(select(Host).where(Host.status != HostStatus.LOST, Host.last_heartbeat_at < cutoff)))
     for host in hosts:
-        host.status = "lost"
+        host.status = HostStatus.LOST
     return hosts

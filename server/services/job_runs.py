@@ -16,8 +16,9 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, LogLine, utcnow
+from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobStatus, LogLine, utcnow
 from server.models.host import POOLS
+from server.models.states import PLACED_STATES
 from server.services.job_status import set_status
 from server.services.scheduler import release_idle_allocations, retry_or_fail
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
@@ -70,7 +71,7 @@ def _lock_job(session: Session, job_id: int) -> Job | None:
 
 
 def _is_current(job: Job | None, attempt: int) -> bool:
-    return job is not None and job.attempt == attempt and job.status in ("scheduled", "running")
+    return job is not None and job.attempt == attempt and job.status in PLACED_STATES
 
 
 def start_run(
@@ -97,7 +98,7 @@ def start_run(
         return None
     if job.cancel_requested:
         release_idle_allocations(session, job.id)
-        set_status(session, job, "cancelled", "cancelled before it started")
+        set_status(session, job, JobStatus.CANCELLED, "cancelled before it started")
         return None
 
     run_dir = job_run_dir(artifact_root, job.id)
@@ -175,8 +176,8 @@ def mark_running(session: Session, job_id: int, attempt: int, node_rank: int, ho
     now = utcnow()
     for allocation in _node_allocations(session, job_id, attempt, node_rank):
         allocation.started_at = allocation.started_at or now
-    if job.status == "scheduled":
-        set_status(session, job, "running", f"started on {host_name}")
+    if job.status == JobStatus.SCHEDULED:
+        set_status(session, job, JobStatus.RUNNING, f"started on {host_name}")
     return True
 
 
@@ -193,7 +194,7 @@ def stop_reason(session: Session, job_id: int, attempt: int) -> str | None:
     """Why a running node should stop now: cancel requested, its attempt is over (a node lost, the job
     requeued), or another node of the attempt failed; None to go on."""
     job = session.get(Job, job_id, populate_existing=True)
-    if job is None or job.attempt != attempt or job.status not in ("scheduled", "running"):
+    if job is None or job.attempt != attempt or job.status not in PLACED_STATES:
         return STOP_SUPERSEDED
     if job.cancel_requested:
         return STOP_CANCEL
@@ -229,12 +230,12 @@ def finish_run(
     for allocation in _node_allocations(session, job_id, attempt, node_rank):
         allocation.exit_code = exit_code
         allocation.released_at = now
-    if job.attempt != attempt or job.status in TERMINAL_STATES or job.status == "queued":
+    if job.attempt != attempt or job.status in TERMINAL_STATES or job.status == JobStatus.QUEUED:
         return None
     where = f"{host_name} (node {node_rank})"
     if stopped_for == STOP_CANCEL:
         release_idle_allocations(session, job.id)
-        set_status(session, job, "cancelled", f"cancelled; trainer stopped with exit code {exit_code}")
+        set_status(session, job, JobStatus.CANCELLED, f"cancelled; trainer stopped with exit code {exit_code}")
     elif stopped_for == STOP_SHUTDOWN:
         retry_or_fail(session, job, f"worker on host {host_name} shut down")
     elif killed_by_sigkill(exit_code, log_tail):
@@ -247,10 +248,12 @@ def finish_run(
         if _nodes_still_running(session, job.id, attempt):
             return None  # the last node of the attempt decides
         if job.error is None:
-            set_status(session, job, "succeeded", f"exit code 0 on {host_name}")
+            set_status(session, job, JobStatus.SUCCEEDED, f"exit code 0 on {host_name}")
         else:
             release_idle_allocations(session, job.id)
-            set_status(session, job, "failed", f"a node exited with an error; last: exit code {exit_code} on {where}")
+            set_status(
+                session, job, JobStatus.FAILED, f"a node exited with an error; last: exit code {exit_code} on {where}"
+            )
     return job.status
 
 

@@ -1,20 +1,41 @@
-"""The one place a job changes status, so every change leaves a job event behind, and a job to place or
-devices freed wake the scheduler."""
+"""The one place a job changes status, so every change follows the transition table and leaves a job event
+behind, and a job to place or devices freed wake the scheduler."""
 
 from sqlalchemy.orm import Session
 
-from server.models import TERMINAL_STATES, Job, JobEvent, utcnow
+from server.models import JOB_TRANSITIONS, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
+from server.services.errors import Conflict
 from server.services.scheduler_wakeup import wake_scheduler
 
 
-def set_status(session: Session, job: Job, status: str, message: str | None = None) -> None:
+class IllegalTransition(Conflict):
+    """A status change the transition table (`JOB_TRANSITIONS`) does not allow."""
+
+    def __init__(self, job_id: int, current: str, wanted: JobStatus) -> None:
+        allowed = ", ".join(sorted(JOB_TRANSITIONS[JobStatus(current)]))
+        super().__init__(f"job {job_id} cannot go from {current} to {wanted}; from {current} it may go to: {allowed}")
+
+
+def set_status(session: Session, job: Job, status: JobStatus, message: str | None = None) -> None:
+    """Move `job` to `status`; IllegalTransition when the table does not allow it from the job's status."""
+    if status not in JOB_TRANSITIONS[JobStatus(job.status)]:
+        raise IllegalTransition(job.id, job.status, status)
+    _record(session, job, status, message)
+
+
+def record_submitted(session: Session, job: Job, message: str) -> None:
+    """A new job's first event: it is born queued (`Job.status`'s default), so there is no status to move from."""
+    _record(session, job, JobStatus.QUEUED, message)
+
+
+def _record(session: Session, job: Job, status: JobStatus, message: str | None) -> None:
     job.status = status
     now = utcnow()
-    if status == "running" and job.started_at is None:
+    if status == JobStatus.RUNNING and job.started_at is None:
         job.started_at = now
     if status in TERMINAL_STATES:
         job.finished_at = now
         job.token_hash = None
     session.add(JobEvent(job_id=job.id, attempt=job.attempt, status=status, message=message, created_at=now))
-    if status == "queued" or status in TERMINAL_STATES:
+    if status == JobStatus.QUEUED or status in TERMINAL_STATES:
         wake_scheduler(session)

@@ -8,14 +8,14 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import TERMINAL_STATES, Job
+from server.models import TERMINAL_STATES, Job, JobStatus
 from server.schemas.jobs import JobDetail
 from server.services import audit
 from server.services.auth import Caller
 from server.services.capacity import check_capacity
 from server.services.errors import Conflict, FieldErrors
 from server.services.job_reads import job_detail
-from server.services.job_status import set_status
+from server.services.job_status import record_submitted, set_status
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
 from trainer.spec import JobSpec, parse_spec, spec_errors
 
@@ -38,7 +38,7 @@ def submit_job(
     job = Job(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
-        status="queued",
+        status=JobStatus.QUEUED,
         priority=spec.resources.priority,
         algorithm=spec.algorithm.name,
         executor=spec.executor.name,
@@ -52,7 +52,7 @@ def submit_job(
     )
     session.add(job)
     session.flush()
-    set_status(session, job, "queued", f"submitted by {caller.username}")
+    record_submitted(session, job, f"submitted by {caller.username}")
     audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
     session.commit()
     return job_detail(session, caller, job.id)
@@ -80,9 +80,9 @@ def cancel_job(session: Session, caller: Caller, job_id: int) -> tuple[JobDetail
     if job.status in TERMINAL_STATES:
         session.rollback()
         raise Conflict(f"job {job_id} is already {job.status}")
-    immediate = job.status == "queued"
+    immediate = job.status == JobStatus.QUEUED
     if immediate:
-        set_status(session, job, "cancelled", f"cancelled by {caller.username}")
+        set_status(session, job, JobStatus.CANCELLED, f"cancelled by {caller.username}")
     else:
         job.cancel_requested = True
     detail = None if immediate else f"requested while {job.status}"
@@ -106,7 +106,7 @@ def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job.step = 0
     job.last_reward = None
     job.last_progress_at = None
-    set_status(session, job, "queued", f"retried by {caller.username}")
+    set_status(session, job, JobStatus.QUEUED, f"retried by {caller.username}")
     audit.record(session, "job.retry", caller, team_id=job.team_id, job_id=job.id)
     session.commit()
     return job_detail(session, caller, job_id)

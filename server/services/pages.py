@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import Integer, select
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Job, LogLine, Sample
+from server.models import Job, JobStatus, LogLine, Sample
 from server.schemas.logs import LogLineOut
 from server.services.auth import Caller
 from server.services.current_points import CurrentPoints, current_points
@@ -28,7 +28,7 @@ def queue(session: Session, caller: Caller) -> Sequence[Job]:
     """Queued jobs in the scheduler's order (priority, then first come first served): position = index + 1."""
     stmt = (
         scope_jobs(select(Job), caller)
-        .where(Job.status == "queued")
+        .where(Job.status == JobStatus.QUEUED)
         .options(joinedload(Job.owner), joinedload(Job.team))
         .order_by(Job.priority.desc(), Job.id)
     )

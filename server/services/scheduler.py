@@ -28,8 +28,9 @@ from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
-from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobEvent, Team, utcnow
+from server.models import TERMINAL_STATES, Allocation, Device, Host, HostStatus, Job, JobEvent, JobStatus, Team, utcnow
 from server.models.host import POOLS
+from server.models.states import PLACED_STATES
 from server.services.hosts import mark_lost_hosts, model_matches
 from server.services.job_status import set_status
 from server.services.placement import (
@@ -109,7 +110,9 @@ def release_allocations(session: Session, job_id: int, attempt: int | None = Non
 def _still_stopping() -> ColumnElement[bool]:
     """An allocation whose node's trainer started on a host that is not lost and has not reported its end:
     its worker is stopping it now and frees the devices when it has exited, so no one else gets them before."""
-    return Allocation.started_at.is_not(None) & Allocation.host_id.in_(select(Host.id).where(Host.status != "lost"))
+    return Allocation.started_at.is_not(None) & Allocation.host_id.in_(
+        select(Host.id).where(Host.status != HostStatus.LOST)
+    )
 
 
 def release_idle_allocations(session: Session, job_id: int) -> int:
@@ -129,7 +132,9 @@ def started_attempts(session: Session, job_id: int) -> int:
     """How many times the trainer of a job started; an attempt that never ran does not count."""
     return (
         session.scalar(
-            select(func.count()).select_from(JobEvent).where(JobEvent.job_id == job_id, JobEvent.status == "running")
+            select(func.count())
+            .select_from(JobEvent)
+            .where(JobEvent.job_id == job_id, JobEvent.status == JobStatus.RUNNING)
         )
         or 0
     )
@@ -142,16 +147,16 @@ def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
     group, then free their devices (which stay held until then)."""
     release_idle_allocations(session, job.id)
     if job.cancel_requested:
-        set_status(session, job, "cancelled", reason)
+        set_status(session, job, JobStatus.CANCELLED, reason)
         return False
     used = started_attempts(session, job.id)
     if used < job.max_attempts:
         job.token_hash = None
         job.error = None  # a node's error seen while the attempt was failing is not the job's
-        set_status(session, job, "queued", f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
+        set_status(session, job, JobStatus.QUEUED, f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
         return True
     job.error = f"{reason}; no attempts left ({used} of {job.max_attempts} used)"
-    set_status(session, job, "failed", job.error)
+    set_status(session, job, JobStatus.FAILED, job.error)
     return False
 
 
@@ -173,7 +178,7 @@ def _requeue_unstarted(session: Session, scheduled_timeout_seconds: float, repor
     )
     stuck = session.scalars(
         select(Job)
-        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(late))
+        .where(Job.status.in_(PLACED_STATES), Job.id.in_(late))
         .order_by(Job.id)
         .with_for_update(skip_locked=True)
     ).all()
@@ -192,13 +197,13 @@ def _requeue_unstarted(session: Session, scheduled_timeout_seconds: float, repor
         )
         nodes = ", ".join(str(rank) for rank in missing)
         reason = f"attempt {job.attempt}: node {nodes} did not start within {scheduled_timeout_seconds:g} s"
-        if job.status == "running":
+        if job.status == JobStatus.RUNNING:
             requeued = retry_or_fail(session, job, reason)
             (report.requeued if requeued else report.failed).append(job.id)
             continue
         release_idle_allocations(session, job.id)
         job.token_hash = None
-        set_status(session, job, "queued", f"{reason}; back to the queue")
+        set_status(session, job, JobStatus.QUEUED, f"{reason}; back to the queue")
         report.requeued.append(job.id)
 
 
@@ -216,14 +221,11 @@ def _reconcile(
     on_lost_host = (
         select(Allocation.job_id)
         .join(Host, Host.id == Allocation.host_id)
-        .where(Allocation.released_at.is_(None), Allocation.attempt == Job.attempt, Host.status == "lost")
+        .where(Allocation.released_at.is_(None), Allocation.attempt == Job.attempt, Host.status == HostStatus.LOST)
         .correlate(Job)
     )
     orphaned = session.scalars(
-        select(Job)
-        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(on_lost_host))
-        .order_by(Job.id)
-        .with_for_update()
+        select(Job).where(Job.status.in_(PLACED_STATES), Job.id.in_(on_lost_host)).order_by(Job.id).with_for_update()
     ).all()
     for job in orphaned:
         hosts = session.scalars(
@@ -233,7 +235,7 @@ def _reconcile(
                 Allocation.job_id == job.id,
                 Allocation.attempt == job.attempt,
                 Allocation.released_at.is_(None),
-                Host.status == "lost",
+                Host.status == HostStatus.LOST,
             )
             .distinct()
         ).all()
@@ -247,16 +249,18 @@ def _reconcile(
     for allocation in session.scalars(
         select(Allocation).where(
             Allocation.released_at.is_(None),
-            (Allocation.host_id.in_(select(Host.id).where(Host.status == "lost")))
+            (Allocation.host_id.in_(select(Host.id).where(Host.status == HostStatus.LOST)))
             | (Allocation.job_id.in_(select(Job.id).where(Job.status.in_(TERMINAL_STATES))) & ~_still_stopping()),
         )
     ):
         allocation.released_at = now
 
     for job in session.scalars(
-        select(Job).where(Job.status == "queued", Job.cancel_requested.is_(True)).with_for_update(skip_locked=True)
+        select(Job)
+        .where(Job.status == JobStatus.QUEUED, Job.cancel_requested.is_(True))
+        .with_for_update(skip_locked=True)
     ):
-        set_status(session, job, "cancelled", "cancelled while queued")
+        set_status(session, job, JobStatus.CANCELLED, "cancelled while queued")
 
 
 def _free_devices(session: Session) -> FreeByHost:
@@ -264,7 +268,7 @@ def _free_devices(session: Session) -> FreeByHost:
     rows = session.execute(
         select(Device.id, Device.index, Device.model, Device.device_type, Device.host_id)
         .join(Host, Host.id == Device.host_id)
-        .where(Device.enabled.is_(True), Host.status == "online")
+        .where(Device.enabled.is_(True), Host.status == HostStatus.ONLINE)
         .order_by(Device.host_id, Device.index)
         .with_for_update(of=Device, skip_locked=True)
     ).all()
@@ -293,7 +297,7 @@ def _host_capacity(session: Session, device_type: str, gpu_model: str | None) ->
     for host_id, model in session.execute(
         select(Device.host_id, Device.model)
         .join(Host, Host.id == Device.host_id)
-        .where(Device.enabled.is_(True), Device.device_type == device_type, Host.status == "online")
+        .where(Device.enabled.is_(True), Device.device_type == device_type, Host.status == HostStatus.ONLINE)
     ):
         if model_matches(model, gpu_model):
             counts[host_id] = counts.get(host_id, 0) + 1
@@ -327,7 +331,7 @@ def _allocate(session: Session, report: PassReport) -> None:
     """Place queued jobs by priority, then age. The first job that cannot start (the head) claims the hosts
     it will start on; a later job is placed (backfilled) only on devices outside that claim, so it never
     delays the head. A job held back by its team's quota claims nothing: it could not start anyway."""
-    hosts = {h.id: h for h in session.scalars(select(Host).where(Host.status == "online"))}
+    hosts = {h.id: h for h in session.scalars(select(Host).where(Host.status == HostStatus.ONLINE))}
     busy, held_whole = _held_hosts(session)
     free = without_hosts(_free_devices(session), held_whole)
     usage = _team_usage(session)
@@ -338,7 +342,7 @@ def _allocate(session: Session, report: PassReport) -> None:
     }
     queued = session.scalars(
         select(Job)
-        .where(Job.status == "queued", Job.cancel_requested.is_(False))
+        .where(Job.status == JobStatus.QUEUED, Job.cancel_requested.is_(False))
         .order_by(Job.priority.desc(), Job.id)
         .with_for_update(skip_locked=True)
     ).all()
@@ -396,7 +400,7 @@ def _allocate(session: Session, report: PassReport) -> None:
             free = without_hosts(free, placed_hosts)
         if job.team_id is not None:
             usage[job.team_id] = usage.get(job.team_id, 0) + job.devices * job.nodes
-        set_status(session, job, "scheduled", f"attempt {job.attempt} on {_placed_on(placement, hosts)}")
+        set_status(session, job, JobStatus.SCHEDULED, f"attempt {job.attempt} on {_placed_on(placement, hosts)}")
 
 
 def _placed_on(placement: list[PlacedNode], hosts: dict[int, Host]) -> str:
@@ -442,10 +446,10 @@ def schedule_once(
         with writer_transaction(factory) as session:
             for job_id, reason in undelivered.items():
                 job = session.get(Job, job_id, with_for_update=True)
-                if job is not None and job.status == "scheduled":
+                if job is not None and job.status == JobStatus.SCHEDULED:
                     release_allocations(session, job.id, job.attempt)
                     job.wait_reason = reason
-                    set_status(session, job, "queued", reason)
+                    set_status(session, job, JobStatus.QUEUED, reason)
         report.placed = [t for t in report.placed if t.job_id not in undelivered]
     return report
 
@@ -488,10 +492,7 @@ def requeue_jobs_on_host(session: Session, host: Host, reason: str) -> list[int]
         .correlate(Job)
     )
     jobs = session.scalars(
-        select(Job)
-        .where(Job.status.in_(("scheduled", "running")), Job.id.in_(on_host))
-        .order_by(Job.id)
-        .with_for_update()
+        select(Job).where(Job.status.in_(PLACED_STATES), Job.id.in_(on_host)).order_by(Job.id).with_for_update()
     ).all()
     for job in jobs:
         retry_or_fail(session, job, reason)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette import testclient
 
 from server.config import Settings
-from server.models import Allocation, ApiToken, Device, Host, Job, LogLine, Membership, Team, User
+from server.models import Allocation, ApiToken, Device, Host, Job, JobStatus, LogLine, Membership, Team, User
 from server.services.job_status import set_status
 from server.services.tokens import JOB_TOKEN_PREFIX, USER_TOKEN_PREFIX, hash_token, new_token
 
@@ -95,22 +95,25 @@ class Harness:
             return host.id
 
     def start_job(self, job_id: int, *, host_id: int | None = None) -> Headers:
-        """What the scheduler and worker do at launch: next attempt, devices, running, a fresh job token."""
+        """What the scheduler and worker do at launch: next attempt, devices, running, a fresh job token.
+        A job that is running already is first sent back to the queue, as a lost node would."""
         raw = new_token(JOB_TOKEN_PREFIX)
         with self.session() as session:
             job = session.get_one(Job, job_id)
+            if job.status != JobStatus.QUEUED:
+                set_status(session, job, JobStatus.QUEUED, "requeued by the tests")
             job.attempt += 1
             if host_id is not None:
                 host = session.get_one(Host, host_id)
                 for device in host.devices[: job.devices]:
                     session.add(Allocation(job_id=job.id, attempt=job.attempt, device_id=device.id, host_id=host.id))
-            set_status(session, job, "scheduled")
-            set_status(session, job, "running")
+            set_status(session, job, JobStatus.SCHEDULED)
+            set_status(session, job, JobStatus.RUNNING)
             job.token_hash = hash_token(raw)
             session.commit()
         return bearer(raw)
 
-    def finish_job(self, job_id: int, status: str = "succeeded") -> None:
+    def finish_job(self, job_id: int, status: JobStatus = JobStatus.SUCCEEDED) -> None:
         with self.session() as session:
             job = session.get_one(Job, job_id)
             set_status(session, job, status)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from server_harness import Harness, Response
 
+from server.models import JobStatus
+
 
 def _cancel(harness: Harness, job_id: int) -> Response:
     return harness.client.post(f"/api/v1/jobs/{job_id}/cancel", headers=harness.admin)
@@ -27,7 +29,8 @@ def test_cancel_running_job_requests_the_worker_to_stop_it(harness: Harness) -> 
 
 def test_cancel_finished_job_is_409(harness: Harness) -> None:
     job_id = harness.submit_ok()
-    harness.finish_job(job_id, "succeeded")
+    harness.start_job(job_id)
+    harness.finish_job(job_id, JobStatus.SUCCEEDED)
     response = _cancel(harness, job_id)
     assert response.status_code == 409 and "already succeeded" in response.json()["detail"]
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Job
+from server.models import Job, JobStatus
 from server.services.job_status import set_status
 from server.services.scheduler_wakeup import SchedulerWakeup
 
@@ -27,18 +27,18 @@ def wakeup(migrated_database_url: str) -> Iterator[SchedulerWakeup]:
     wakeup.close()
 
 
-def change_status(factory: sessionmaker[Session], job_id: int, status: str, commit: bool = True) -> None:
+def change_status(factory: sessionmaker[Session], job_id: int, status: JobStatus, commit: bool = True) -> None:
     with factory() as session:
         set_status(session, session.get_one(Job, job_id), status)
         if commit:
             session.commit()
 
 
-@pytest.mark.parametrize("status", ["queued", "succeeded", "failed", "cancelled"])
+@pytest.mark.parametrize("status", [JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED])
 def test_a_job_queued_or_ended_wakes_the_waiting_scheduler(
-    factory: sessionmaker[Session], add_job: AddJob, wakeup: SchedulerWakeup, status: str
+    factory: sessionmaker[Session], add_job: AddJob, wakeup: SchedulerWakeup, status: JobStatus
 ) -> None:
-    job = add_job()
+    job = add_job(status=JobStatus.RUNNING)
 
     change_status(factory, job.id, status)
 
@@ -48,9 +48,9 @@ def test_a_job_queued_or_ended_wakes_the_waiting_scheduler(
 def test_a_job_starting_to_run_does_not_wake_the_scheduler(
     factory: sessionmaker[Session], add_job: AddJob, wakeup: SchedulerWakeup
 ) -> None:
-    job = add_job()
+    job = add_job(status=JobStatus.SCHEDULED)
 
-    change_status(factory, job.id, "running")
+    change_status(factory, job.id, JobStatus.RUNNING)
 
     assert wakeup.wait(0.5) is False
 
@@ -58,9 +58,9 @@ def test_a_job_starting_to_run_does_not_wake_the_scheduler(
 def test_a_change_rolled_back_does_not_wake_the_scheduler(
     factory: sessionmaker[Session], add_job: AddJob, wakeup: SchedulerWakeup
 ) -> None:
-    job = add_job()
+    job = add_job(status=JobStatus.RUNNING)
 
-    change_status(factory, job.id, "queued", commit=False)
+    change_status(factory, job.id, JobStatus.QUEUED, commit=False)
 
     assert wakeup.wait(0.5) is False
 
@@ -68,12 +68,12 @@ def test_a_change_rolled_back_does_not_wake_the_scheduler(
 def test_the_scheduler_listens_again_after_its_connection_is_lost(
     factory: sessionmaker[Session], add_job: AddJob, wakeup: SchedulerWakeup
 ) -> None:
-    job = add_job()
+    job = add_job(status=JobStatus.RUNNING)
     listening = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"
     with factory.begin() as session:
         session.execute(text(f"SELECT pg_terminate_backend(pid) FROM ({listening}) AS l"))
 
     assert wakeup.wait(0.5) is False  # the lost connection: a poll
     assert wakeup.wait(0) is False  # listening again
-    change_status(factory, job.id, "queued")
+    change_status(factory, job.id, JobStatus.QUEUED)
     assert wakeup.wait(60) is True

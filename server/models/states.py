@@ -1,0 +1,76 @@
+"""The states a job and a host can be in, and which job status may follow which.
+
+StrEnum members are the strings the database stores ("queued", "online", ...), so a stored row and a member
+compare equal and no migration is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATES = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RUNNING)
+TERMINAL_STATES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+JOB_STATES = tuple(JobStatus)
+# A job whose current attempt holds devices: placed, or its trainer started.
+PLACED_STATES = (JobStatus.SCHEDULED, JobStatus.RUNNING)
+
+# Which status may follow which (`set_status` refuses the rest). A job is born queued (job_status.record_submitted).
+# - queued → scheduled: the scheduler placed it; → cancelled: cancelled before placement.
+# - scheduled → running: a node's trainer started; → queued: its task never started, the broker was away, or
+#   an infrastructure failure with attempts left; → failed: such a failure with none left, or the trainer could
+#   not start; → cancelled: cancelled before or while starting; → succeeded: the trainer ran to exit 0 while
+#   its "running" mark never reached the database (an outage for the whole run).
+# - running → succeeded / failed / cancelled: the attempt ended; → queued: an infrastructure failure (host
+#   lost, worker restarted or shut down, SIGKILL) with attempts left.
+# - succeeded / failed / cancelled → queued: a user retried it.
+JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
+    JobStatus.QUEUED: frozenset({JobStatus.SCHEDULED, JobStatus.CANCELLED}),
+    JobStatus.SCHEDULED: frozenset(
+        {JobStatus.RUNNING, JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+    ),
+    JobStatus.RUNNING: frozenset({JobStatus.QUEUED, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}),
+    JobStatus.SUCCEEDED: frozenset({JobStatus.QUEUED}),
+    JobStatus.FAILED: frozenset({JobStatus.QUEUED}),
+    JobStatus.CANCELLED: frozenset({JobStatus.QUEUED}),
+}
+
+
+class HostStatus(StrEnum):
+    """A host's effective state, what the scheduler and the pages read. Derived, not stepped through: `lost`
+    while its heartbeat is stale, else what its admin state gives a live host (`LIVE_STATUS`); so any state can
+    follow any other and there is no transition table to check."""
+
+    ONLINE = "online"
+    DRAINING = "draining"
+    DISABLED = "disabled"
+    LOST = "lost"
+
+
+class AdminState(StrEnum):
+    """What an admin asked of a host, kept apart from liveness: a host that is lost and comes back returns to
+    the admin's choice (a drained host stays drained)."""
+
+    ACTIVE = "active"
+    DRAINING = "draining"
+    DISABLED = "disabled"
+
+
+HOST_STATES = tuple(HostStatus)
+ADMIN_STATES = tuple(AdminState)
+# The status each admin choice gives a host that heartbeats.
+LIVE_STATUS: Mapping[AdminState, HostStatus] = {
+    AdminState.ACTIVE: HostStatus.ONLINE,
+    AdminState.DRAINING: HostStatus.DRAINING,
+    AdminState.DISABLED: HostStatus.DISABLED,
+}
