@@ -966,6 +966,7 @@ def main() -> None:
             "SFUMATO_BROKER_URL": redis_url,
             "SFUMATO_PUBLIC_URL": f"http://127.0.0.1:{port}",
             "SFUMATO_ADMIN_TOKEN": token,
+            "SFUMATO_SECRET_KEY": secrets.token_hex(32),
             "SFUMATO_WORKER_HOSTNAME": f"bench-{uuid.uuid4().hex[:8]}",
             "SFUMATO_WORKER_CPU_SLOTS": "2",
             "SFUMATO_CANCEL_GRACE_SECONDS": "2",

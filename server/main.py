@@ -25,11 +25,13 @@ from server.config import Settings, get_settings
 from server.db import POOL_OVERFLOW, POOL_SIZE, make_engine
 from server.migrate import ensure_sqlite_folder
 from server.observability.prometheus import install_prometheus
+from server.secret_key import session_secret_key
 
 
 def create_api_app(settings: Settings | None = None) -> FastAPI:
     """The API with its middleware; the caller may add routes (the pages) before serving it."""
     settings = settings or get_settings()
+    settings = settings.model_copy(update={"secret_key": session_secret_key(settings)})
     url = settings.resolved_database_url()
     ensure_sqlite_folder(url)
     engine = make_engine(url)

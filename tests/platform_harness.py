@@ -132,6 +132,7 @@ def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path
         "SFUMATO_BROKER_URL": broker_url,
         "SFUMATO_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "SFUMATO_ADMIN_TOKEN": token,
+        "SFUMATO_SECRET_KEY": secrets.token_hex(32),
         "SFUMATO_WORKER_HOSTNAME": host_name,
         "SFUMATO_WORKER_CPU_SLOTS": "3",
         "SFUMATO_HEARTBEAT_SECONDS": "1",

@@ -1,6 +1,6 @@
 """Every table, imported here so Alembic and the app see one metadata."""
 
-from server.models.account import ROLES, ApiToken, Membership, Team, User
+from server.models.account import ROLES, ApiToken, LoginThrottle, Membership, Team, User
 from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.host import Allocation, Device, Host
@@ -39,6 +39,7 @@ __all__ = [
     "JobEvent",
     "JobStatus",
     "LogLine",
+    "LoginThrottle",
     "Membership",
     "MetricAttempt",
     "MetricBlock",

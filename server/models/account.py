@@ -23,6 +23,8 @@ class User(Base):
     # Page-session cookies carry the generation they were issued in; logout or a new password bumps it,
     # so every earlier cookie of the user stops working (a signed cookie cannot be taken back otherwise).
     session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Set by a server admin (offboarding): the user's tokens are revoked, sessions end and logins are refused.
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -61,5 +63,20 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None] = mapped_column(DateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The token that made this one (None: made by a password session): it never outlives or out-scopes it.
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
 
     user: Mapped[User] = relationship()
+
+
+class LoginThrottle(Base):
+    """Login attempts of one key (a username at an address, or an address) in the current window.
+
+    One row per key, counted up by a single atomic statement before any password is checked, so parallel
+    attempts cannot all pass the check (server/services/rate_limit.py)."""
+
+    __tablename__ = "login_throttles"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(DateTime, index=True)
+    attempts: Mapped[int] = mapped_column(Integer)

@@ -19,6 +19,8 @@ AUDIT_ACTIONS = (
     "team.create",
     "user.create",
     "user.password",
+    "user.disable",
+    "user.enable",
     "token.create",
     "token.revoke",
     "login.failed",

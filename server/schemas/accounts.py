@@ -38,6 +38,7 @@ class TokenOut(ReadModel):
     id: int
     name: str
     scope: str
+    parent_id: int | None = Field(description="the token that made this one; revoking it revokes this one")
     created_at: UtcDatetime
     expires_at: UtcDatetime | None
     revoked_at: UtcDatetime | None
@@ -63,8 +64,15 @@ class UserOut(BaseModel):
     username: str
     is_admin: bool
     has_password: bool
+    disabled: bool = Field(description="disabled by a server admin: no login, no token, no session")
     created_at: UtcDatetime
     teams: list[TeamRoleOut]
+
+
+class UserChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    disabled: bool = Field(description="true: offboard the user (their tokens are revoked, sessions end)")
 
 
 class UserList(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -60,8 +60,23 @@ def _expiry(body: TokenCreate) -> datetime | None:
     return expires
 
 
+def _child_expiry(caller: Caller, expires: datetime | None) -> datetime | None:
+    """A token made by a token (directly, or by a page session opened with one) ends no later than it:
+    without an expiry it gets the parent's, and a later one is refused."""
+    limit = caller.token_expires_at
+    if limit is None:
+        return expires
+    if expires is None:
+        return limit
+    if expires > limit:
+        shown = limit.replace(tzinfo=UTC).isoformat()
+        raise FieldErrors.one("expires_at", f"at most the expiry of the token making it ({shown})")
+    return expires
+
+
 def create_api_token(session: Session, caller: Caller, body: TokenCreate) -> TokenCreated:
-    """A new token of the caller's; the raw secret is in the answer and nowhere else. A read-only caller gets none."""
+    """A new token of the caller's; the raw secret is in the answer and nowhere else. A read-only caller gets none,
+    so a child token is never wider than its parent; it is revoked with it and expires no later."""
     ensure_writer(caller)
     raw = new_token(USER_TOKEN_PREFIX)
     token = ApiToken(
@@ -69,8 +84,9 @@ def create_api_token(session: Session, caller: Caller, body: TokenCreate) -> Tok
         name=body.name.strip() or body.name,
         token_hash=hash_token(raw),
         scope=body.scope,
-        expires_at=_expiry(body),
+        expires_at=_child_expiry(caller, _expiry(body)),
         created_at=utcnow(),
+        parent_id=caller.token_id,
     )
     session.add(token)
     session.flush()
@@ -80,24 +96,38 @@ def create_api_token(session: Session, caller: Caller, body: TokenCreate) -> Tok
     return TokenCreated.model_validate({**TokenOut.model_validate(token).model_dump(), "token": raw})
 
 
-def list_api_tokens(session: Session, caller: Caller) -> TokenList:
-    """The caller's own tokens, newest first, without any secret or hash."""
-    rows = session.scalars(
-        select(ApiToken).where(ApiToken.user_id == caller.user_id).order_by(ApiToken.id.desc())
-    ).all()
+def list_api_tokens(session: Session, caller: Caller, owner_id: int | None = None) -> TokenList:
+    """The caller's own tokens (or user `owner_id`'s, checked by the caller), newest first, without any secret."""
+    owner = caller.user_id if owner_id is None else owner_id
+    rows = session.scalars(select(ApiToken).where(ApiToken.user_id == owner).order_by(ApiToken.id.desc())).all()
     return TokenList(items=[TokenOut.model_validate(t) for t in rows])
 
 
-def revoke_api_token(session: Session, caller: Caller, token_id: int) -> None:
-    """Revoke one of the caller's tokens (again is a no-op); another user's token is not found."""
+def revoke_with_children(session: Session, token_ids: list[int]) -> None:
+    """Revoke the tokens and every token made from them, generation by generation (the caller commits)."""
+    now = utcnow()
+    while token_ids:
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.id.in_(token_ids), ApiToken.revoked_at.is_(None))
+            .values(revoked_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        token_ids = list(session.scalars(select(ApiToken.id).where(ApiToken.parent_id.in_(token_ids))))
+
+
+def revoke_api_token(session: Session, caller: Caller, token_id: int, owner_id: int | None = None) -> None:
+    """Revoke one of the caller's tokens (or, for a server admin, of user `owner_id`) and the tokens made from
+    it; again is a no-op. Another user's token is not found."""
     ensure_writer(caller)
-    token = session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == caller.user_id))
+    owner = caller.user_id if owner_id is None else owner_id
+    token = session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == owner))
     if token is None:
         raise NotFound(f"token {token_id} not found")
     if token.revoked_at is None:
-        token.revoked_at = utcnow()
+        revoke_with_children(session, [token.id])
         detail = f"token {token.id} {token.name!r}"
-        audit.record(session, "token.revoke", caller, subject_user_id=caller.user_id, detail=detail)
+        audit.record(session, "token.revoke", caller, subject_user_id=owner, detail=detail)
         session.commit()
 
 
@@ -116,6 +146,7 @@ def user_out(session: Session, user: User) -> UserOut:
         username=user.username,
         is_admin=user.is_admin,
         has_password=user.password_hash is not None,
+        disabled=user.disabled_at is not None,
         created_at=user.created_at,
         teams=[TeamRoleOut(team_id=t, team=name, role=role) for t, name, role in rows],
     )

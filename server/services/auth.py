@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -50,6 +50,10 @@ class Caller:
     is_admin: bool
     teams: tuple[TeamRole, ...]
     can_write: bool = True
+    # The API token the caller came with (directly, or through a page session opened with it): tokens it
+    # makes are its children, and the session ends with it. None: a password session.
+    token_id: int | None = None
+    token_expires_at: datetime | None = None
 
     @property
     def team_ids(self) -> tuple[int, ...]:
@@ -65,15 +69,23 @@ def _teams(rows: Sequence[Row[Any]]) -> tuple[TeamRole, ...]:
 # millisecond of CPU for the ORM's version on a 2-core machine). A row per team, NULLs for a user in none.
 _WITH_TEAMS = "LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN teams tm ON tm.id = m.team_id "
 _TEAM_COLUMNS = {"team_id": Integer, "team_name": String, "role": String}
-_USER_COLUMNS = column_types(User.__table__, "username", "is_admin")
-_USER_CALLER = select_text(
-    "SELECT u.username, u.is_admin, u.session_generation, tm.id AS team_id, tm.name AS team_name, m.role "
-    f"FROM users u {_WITH_TEAMS}WHERE u.id = :user_id ORDER BY tm.id",
-    **_USER_COLUMNS | column_types(User.__table__, "session_generation") | _TEAM_COLUMNS,
+_USER_COLUMNS = column_types(User.__table__, "username", "is_admin", "disabled_at")
+_SESSION_TOKEN_FIELDS = ("id", "scope", "revoked_at", "expires_at")
+# A page session's user, and the token that opened it when one did (NULLs otherwise, or when it is not theirs).
+_SESSION_CALLER = select_text(
+    "SELECT u.username, u.is_admin, u.disabled_at, u.session_generation, "
+    f"{', '.join(f't.{name} AS token_{name}' for name in _SESSION_TOKEN_FIELDS)}, "
+    "tm.id AS team_id, tm.name AS team_name, m.role "
+    "FROM users u LEFT JOIN api_tokens t ON t.id = :token_id AND t.user_id = u.id "
+    f"{_WITH_TEAMS}WHERE u.id = :user_id ORDER BY tm.id",
+    **_USER_COLUMNS
+    | column_types(User.__table__, "session_generation")
+    | {f"token_{name}": ApiToken.__table__.c[name].type for name in _SESSION_TOKEN_FIELDS}
+    | _TEAM_COLUMNS,
 )
 _TOKEN_FIELDS = ("id", "user_id", "scope", "revoked_at", "expires_at", "last_used_at")
 _TOKEN_CALLER = select_text(
-    f"SELECT {', '.join(f't.{name}' for name in _TOKEN_FIELDS)}, u.username, u.is_admin, "
+    f"SELECT {', '.join(f't.{name}' for name in _TOKEN_FIELDS)}, u.username, u.is_admin, u.disabled_at, "
     "tm.id AS team_id, tm.name AS team_name, m.role "
     f"FROM api_tokens t JOIN users u ON u.id = t.user_id {_WITH_TEAMS}WHERE t.token_hash = :token_hash ORDER BY tm.id",
     **column_types(ApiToken.__table__, *_TOKEN_FIELDS) | _USER_COLUMNS | _TEAM_COLUMNS,
@@ -83,18 +95,23 @@ _TOKEN_USED = text("UPDATE api_tokens SET last_used_at = :now WHERE id = :token_
 )
 
 
-def caller_for_user_id(
-    session: Session, user_id: int, *, can_write: bool = True, generation: int | None = None
+def caller_of_page_session(
+    session: Session, user_id: int, *, can_write: bool, generation: int, token_id: int | None
 ) -> Caller | None:
-    """The Caller of a user id in one statement; None when the user is gone or, given `generation`, when their
-    sessions were ended since (logout everywhere, a new password)."""
-    rows = session.execute(_USER_CALLER, {"user_id": user_id}).all()
+    """The Caller of a page session in one statement; None once the session has ended: the user is gone or
+    disabled, logged out everywhere or changed password since (`generation`), or the token that opened the
+    session (`token_id`) was revoked or expired."""
+    rows = session.execute(_SESSION_CALLER, {"user_id": user_id, "token_id": token_id}).all()
     if not rows:
         return None
-    username, is_admin, current_generation = rows[0][:3]
-    if generation is not None and (current_generation or 0) != generation:
+    username, is_admin, disabled_at, current_generation, t_id, scope, revoked_at, expires_at = rows[0][:8]
+    if disabled_at is not None or (current_generation or 0) != generation:
         return None
-    return Caller(user_id, username, is_admin, _teams(rows), can_write)
+    if token_id is not None:
+        if t_id is None or revoked_at is not None or (expires_at is not None and expires_at <= utcnow()):
+            return None
+        can_write = can_write and scope != "read"
+    return Caller(user_id, username, is_admin, _teams(rows), can_write, token_id, expires_at)
 
 
 def authenticate_api_token(session: Session, raw: str) -> Caller:
@@ -105,15 +122,17 @@ def authenticate_api_token(session: Session, raw: str) -> Caller:
     now = utcnow()
     if not rows:
         raise Unauthorized("invalid token")
-    token_id, user_id, scope, revoked_at, expires_at, last_used_at, username, is_admin = rows[0][:8]
+    token_id, user_id, scope, revoked_at, expires_at, last_used_at, username, is_admin, disabled_at = rows[0][:9]
     if revoked_at is not None:
         raise Unauthorized("token revoked")
     if expires_at is not None and expires_at <= now:
         raise Unauthorized("token expired")
+    if disabled_at is not None:
+        raise Unauthorized("this user is disabled")
     if last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION:
         session.execute(_TOKEN_USED, {"now": now, "token_id": token_id})
         session.commit()
-    return Caller(user_id, username, is_admin, _teams(rows), can_write=scope != "read")
+    return Caller(user_id, username, is_admin, _teams(rows), scope != "read", token_id, expires_at)
 
 
 def check_password_rules(password: str, field: str = "password") -> None:
@@ -145,12 +164,13 @@ def password_matches(user: User, password: str) -> bool:
 
 
 def authenticate_password(session: Session, username: str, password: str) -> User | None:
-    """The user whose password matches, else None, in the same time for unknown users. Commits a rehash."""
+    """The user whose password matches, else None, in the same time for unknown or disabled users. Commits a
+    rehash."""
     user = session.scalar(select(User).where(User.username == username.strip()))
     if user is None:
         _verify(None, password)
         return None
-    if not password_matches(user, password):
+    if not password_matches(user, password) or user.disabled_at is not None:
         return None
     session.commit()
     return user

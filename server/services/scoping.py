@@ -1,8 +1,9 @@
 """Team scoping and roles, in one place: what a caller sees and what they may change.
 
 Every read of a job or of anything hanging off a job goes through `scope_jobs`, `VISIBLE_JOB` or
-`get_visible_job`. A caller sees the jobs of their teams and the jobs they submitted (even if
-the team is gone); server admins see everything. Any other job is reported as not found,
+`get_visible_job`. A caller sees the jobs of their teams, and the jobs they submitted only while they
+are in the job's team (or the team is gone): removing someone from a team ends their access to its jobs,
+their own included. Server admins see everything. Any other job is reported as not found,
 never as forbidden, so its existence does not leak. Teams work the same way (`visible_team`).
 
 What each role of a team may do (a read-only token or session may only read, whatever the role):
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from server.models import Job, Team
@@ -45,11 +46,12 @@ def scope_jobs(stmt: S, caller: Caller) -> S:
     """Restrict a select that reads `jobs` to what the caller may see."""
     if caller.is_admin:
         return stmt
-    return stmt.where(or_(Job.team_id.in_(caller.team_ids), Job.owner_id == caller.user_id))
+    own_teamless = and_(Job.team_id.is_(None), Job.owner_id == caller.user_id)
+    return stmt.where(or_(Job.team_id.in_(caller.team_ids), own_teamless))
 
 
 # The same rule for statements written as SQL over `jobs j`, with visibility(caller) as its bind values.
-VISIBLE_JOB = "(:is_admin OR j.team_id IN :team_ids OR j.owner_id = :user_id)"
+VISIBLE_JOB = "(:is_admin OR j.team_id IN :team_ids OR (j.team_id IS NULL AND j.owner_id = :user_id))"
 
 
 def visibility(caller: Caller) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -115,7 +116,7 @@ def live_server(database_url: str, home: Path) -> Iterator[LiveServer]:
         **os.environ,
         "SFUMATO_DATABASE_URL": database_url,
         "SFUMATO_HOME": str(home),
-        "SFUMATO_SECRET_KEY": "fuzz",
+        "SFUMATO_SECRET_KEY": secrets.token_hex(32),
         "SFUMATO_MAX_BODY_BYTES": "1000000",
     }
     log = home / "server.log"

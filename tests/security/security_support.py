@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from server_harness import Harness, Headers, Response
+from server_harness import Harness, Headers, Response, bearer
+from sqlalchemy import select
+
+from server.models import ApiToken, User
+from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 
 XSS = "<script>alert('x')</script>"
 
@@ -24,3 +29,34 @@ def upload_sample(harness: Harness, job_id: int, token: Headers, image: bytes, p
     form = {"attempt": "1", "step": "2", "kind": "eval", "prompt": prompt, "seed": "7", "reward": "0.5"}
     files = {"image": ("sample.png", image, "image/png")}
     return harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token a page carries in its <meta name="csrf-token">."""
+    match = re.search(r'name="csrf-token" content="([^"]+)"', html)
+    assert match
+    return match.group(1)
+
+
+def login_with_token(harness: Harness, headers: Headers) -> int:
+    """Open a page session with the API token of `headers`; the login's status code."""
+    form = {
+        "token": headers["Authorization"].removeprefix("Bearer "),
+        "csrf_token": csrf_of(harness.client.get("/login").text),
+    }
+    return harness.client.post("/login", data=form, follow_redirects=False).status_code
+
+
+def login_with_password(harness: Harness, username: str, password: str) -> int:
+    form = {"username": username, "password": password, "csrf_token": csrf_of(harness.client.get("/login").text)}
+    return harness.client.post("/login", data=form, follow_redirects=False).status_code
+
+
+def token_for(harness: Harness, username: str) -> Headers:
+    """A fresh write token of an existing user (as the settings page would make it)."""
+    raw = new_token(USER_TOKEN_PREFIX)
+    with harness.session() as session:
+        user_id = session.scalar(select(User.id).where(User.username == username))
+        session.add(ApiToken(user_id=user_id, name="extra", token_hash=hash_token(raw)))
+        session.commit()
+    return bearer(raw)

@@ -8,17 +8,12 @@ from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
+from security_support import csrf_of
 from server_harness import Harness, bearer
 
 from server.api.page_session import COOKIE
 
 PASSWORD = "correct horse battery"
-
-
-def csrf_of(html: str) -> str:
-    match = re.search(r'name="csrf-token" content="([^"]+)"', html)
-    assert match
-    return match.group(1)
 
 
 def _login(harness: Harness, username: str, password: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ def settings(migrated_database_url: str, tmp_path: Path) -> Settings:
         database_url=migrated_database_url,
         artifact_root=tmp_path / "artifacts",
         admin_token=None,
+        secret_key=secrets.token_hex(32),
         path_roots=[],
         max_body_bytes=2_000_000,
         max_image_bytes=100_000,

@@ -108,5 +108,11 @@ async def change_password(
         return _page(request, session, caller, errors=messages(exc), status_code=422)
     # Every other session of the user ended; this one continues under the new generation (and a new CSRF token).
     generation = session_generation(session, caller.user_id)
-    request.state.page_session = new_session(caller.user_id, can_write=caller.can_write, generation=generation)
+    request.state.page_session = new_session(
+        caller.user_id,
+        can_write=caller.can_write,
+        generation=generation,
+        token_id=caller.token_id,
+        expires_at=caller.token_expires_at,
+    )
     return _page(request, session, caller, notice="Password changed; your other sessions were logged out.")

@@ -56,7 +56,13 @@ def login(
         try:
             caller = authenticate_api_token(session, token.strip())
             generation = session_generation(session, caller.user_id)
-            fresh = new_session(caller.user_id, can_write=caller.can_write, generation=generation)
+            fresh = new_session(
+                caller.user_id,
+                can_write=caller.can_write,
+                generation=generation,
+                token_id=caller.token_id,
+                expires_at=caller.token_expires_at,
+            )
         except Unauthorized:
             fresh = None
     elif username.strip():

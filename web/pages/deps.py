@@ -36,8 +36,9 @@ def page_caller(request: Request, session: Session = Depends(get_session)) -> Ca
 
 
 def caller_of_session(request: Request, session: Session) -> Caller:
-    """The session cookie's user (also shown in the page header), in one statement; a user who logged out
-    everywhere or changed password since the cookie was issued is logged out. No user: a redirect to the
+    """The session cookie's user (also shown in the page header), in one statement; a session whose credential
+    ended (logout everywhere, a new password, its token revoked or expired, the user disabled) is logged
+    out. No user: a redirect to the
     login page, or 401 with HX-Redirect for htmx requests, so a poll never swaps the login page into a table."""
     caller = session_caller(request, session)
     if caller is None:

@@ -1,14 +1,20 @@
-"""Who am I; the caller's password; users (server admins create and list them)."""
+"""Who am I; the caller's password; users (server admins create, list and disable them, and see and revoke
+their tokens)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response, status
 
 from server.api.deps import CallerDep, SessionDep, WriterDep
 from server.models import User
-from server.schemas.accounts import PasswordChange, UserCreate, UserList, UserOut
-from server.schemas.common import ErrorBody
-from server.services import accounts
+from server.schemas.accounts import PasswordChange, TokenList, UserChange, UserCreate, UserList, UserOut
+from server.schemas.common import MAX_INT32, ErrorBody
+from server.services import accounts, offboarding
+
+UserId = Annotated[int, Path(ge=1, le=MAX_INT32, description="the user's id")]
+TokenId = Annotated[int, Path(ge=1, le=MAX_INT32, description="the token's id")]
 
 router = APIRouter(tags=["users"], responses={403: {"model": ErrorBody, "description": "not allowed to the caller"}})
 
@@ -37,3 +43,32 @@ def list_users(session: SessionDep, caller: CallerDep) -> UserList:
 def create_user(body: UserCreate, session: SessionDep, caller: WriterDep) -> UserOut:
     """A new user, optionally with a password and a first team (server admins only)."""
     return accounts.create_user(session, caller, body)
+
+
+@router.patch(
+    "/users/{user_id}",
+    response_model=UserOut,
+    responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}},
+)
+def change_user(user_id: UserId, body: UserChange, session: SessionDep, caller: WriterDep) -> UserOut:
+    """`{"disabled": true}` offboards a user: their tokens are revoked and their sessions end at once
+    (server admins only)."""
+    return offboarding.change_user(session, caller, user_id, body)
+
+
+@router.get("/users/{user_id}/tokens", response_model=TokenList, responses={404: {"model": ErrorBody}})
+def list_user_tokens(user_id: UserId, session: SessionDep, caller: CallerDep) -> TokenList:
+    """A user's API tokens, without secrets (server admins only)."""
+    return offboarding.list_user_tokens(session, caller, user_id)
+
+
+@router.delete(
+    "/users/{user_id}/tokens/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    responses={404: {"model": ErrorBody}},
+)
+def revoke_user_token(user_id: UserId, token_id: TokenId, session: SessionDep, caller: WriterDep) -> Response:
+    """Revoke a user's token and the tokens made from it (server admins only)."""
+    offboarding.revoke_user_token(session, caller, user_id, token_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

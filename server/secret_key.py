@@ -1,0 +1,74 @@
+"""The key page-session cookies are signed with (SFUMATO_SECRET_KEY).
+
+Whoever knows it can forge a session of any user, the admin included. A server on a shared database
+(PostgreSQL) therefore refuses to start without a strong one; the embedded platform (SQLite, one machine)
+generates a random key once and keeps it in its state folder, readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+from server.config import Settings
+
+MIN_KEY_BYTES = 32
+KEY_FILE = "secret_key"
+# Keys that were ever written in this project's files or that people type as placeholders.
+KNOWN_DEFAULTS = frozenset(
+    {"change-me", "changeme", "change_me", "secret", "secret-key", "sfumato", "dev", "test", "password"}
+)
+
+
+class WeakSecretKey(RuntimeError):
+    """The server must not start: its session key is missing, short or published."""
+
+
+def is_embedded(settings: Settings) -> bool:
+    return settings.resolved_database_url().startswith("sqlite")
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot sign sessions on a shared server, or None when it can."""
+    if not key:
+        return "is not set"
+    if key.strip().lower() in KNOWN_DEFAULTS:
+        return "is a published placeholder"
+    if len(key.encode()) < MIN_KEY_BYTES:
+        return f"is shorter than {MIN_KEY_BYTES} bytes"
+    return None
+
+
+def _embedded_key(home: Path) -> str:
+    """The state folder's key, created whole on first use with mode 0600 (linked into place, so processes
+    starting together all read the one that won) and never rewritten."""
+    path = home / KEY_FILE
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=home, prefix=".secret_key.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(MIN_KEY_BYTES))
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    return path.read_text().strip()
+
+
+def session_secret_key(settings: Settings) -> str:
+    """SFUMATO_SECRET_KEY, checked; on the embedded platform without one, the state folder's own key.
+
+    Raises WeakSecretKey, naming the variable, when a non-embedded server would sign with a weak key."""
+    if is_embedded(settings):
+        return settings.secret_key or _embedded_key(settings.home.resolve())
+    problem = key_problem(settings.secret_key)
+    if problem is not None:
+        raise WeakSecretKey(
+            f"SFUMATO_SECRET_KEY {problem}: page sessions signed with it could be forged. "
+            f"Set at least {MIN_KEY_BYTES} random bytes, e.g. SFUMATO_SECRET_KEY=$(openssl rand -hex 32)"
+        )
+    return settings.secret_key

@@ -1,0 +1,56 @@
+"""Attack 2: revoking a token did not end the web session opened with it (a 7-day cookie that could mint
+new tokens). A page session now records its credential and every request checks it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from security_support import csrf_of, login_with_password, login_with_token, token_for
+from server_harness import Harness
+from sqlalchemy import update
+
+from server.models import ApiToken, utcnow
+
+PASSWORD = "correct horse battery"
+
+
+def _settings_status(harness: Harness) -> int:
+    return harness.client.get("/settings", follow_redirects=False).status_code
+
+
+def test_revoking_a_token_ends_the_page_session_it_opened(harness: Harness) -> None:
+    lena = harness.add_user("lena", "default")
+    assert login_with_token(harness, lena) == 303 and _settings_status(harness) == 200
+    token_id = harness.client.get("/api/v1/tokens", headers=lena).json()["items"][0]["id"]
+    assert harness.client.delete(f"/api/v1/tokens/{token_id}", headers=lena).status_code == 204
+    assert _settings_status(harness) == 303
+
+
+def test_an_expired_token_ends_the_page_session_it_opened(harness: Harness) -> None:
+    lena = harness.add_user("lena", "default")
+    assert login_with_token(harness, lena) == 303 and _settings_status(harness) == 200
+    with harness.session() as session:
+        session.execute(update(ApiToken).values(expires_at=utcnow() - timedelta(seconds=1)))
+        session.commit()
+    assert _settings_status(harness) == 303
+
+
+def test_the_session_cookie_lasts_no_longer_than_its_token(harness: Harness) -> None:
+    lena = harness.add_user("lena", "default", expires_at=utcnow() + timedelta(hours=1))
+    form = {
+        "token": lena["Authorization"].removeprefix("Bearer "),
+        "csrf_token": csrf_of(harness.client.get("/login").text),
+    }
+    cookie = harness.client.post("/login", data=form, follow_redirects=False).headers["set-cookie"]
+    max_age = int(cookie.split("Max-Age=")[1].split(";")[0])
+    assert 3500 <= max_age <= 3600
+
+
+def test_a_new_password_ends_the_other_password_sessions(harness: Harness) -> None:
+    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
+    assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+    assert login_with_password(harness, "pat", PASSWORD) == 303 and _settings_status(harness) == 200
+    pat = token_for(harness, "pat")
+    change = {"current_password": PASSWORD, "new_password": "another long password"}
+    assert harness.client.post("/api/v1/users/me/password", json=change, headers=pat).status_code == 204
+    assert _settings_status(harness) == 303
