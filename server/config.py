@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     # Folders a spec's local paths (model, reward weights, prompt files) must lie in; unset: see resolved_path_roots.
     # SFUMATO_PATH_ROOTS is a JSON list or paths separated by commas.
     path_roots: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Addresses (or networks) of the reverse proxies whose X-Forwarded-For / -Proto are believed; nobody else's
+    # are (the login limit counts per client address). A JSON list or comma-separated, like the path roots.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     worker_hostname: str | None = None
     worker_cpu_slots: int = 2
@@ -47,7 +50,7 @@ class Settings(BaseSettings):
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
 
-    @field_validator("path_roots", mode="before")
+    @field_validator("path_roots", "trusted_proxies", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:
         if isinstance(value, str):

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.datastructures import Default
 from sqlalchemy.orm import sessionmaker
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server.api.admission import AdmissionLimit
 from server.api.body_limit import BodySizeLimit
@@ -63,6 +64,8 @@ def create_api_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AdmissionLimit, limit=POOL_SIZE + POOL_OVERFLOW)  # as many requests as connections
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders, https=settings.public_url.startswith("https://"))
+    # Forwarded headers are believed from SFUMATO_TRUSTED_PROXIES only (uvicorn runs with proxy_headers off).
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     install_prometheus(app)  # GET /metrics, and request latencies (outermost middleware)
     app.include_router(api_router)
     return app

@@ -3,7 +3,8 @@
 - `users.disabled_at`: a server admin disables a user (offboarding); their tokens and sessions end.
 - `api_tokens.parent_id`: a token made by a token; it expires no later than its parent and is revoked with it.
 - `login_throttles`: login attempts per key (username at an address, or an address) in the current window,
-  counted up atomically before any password is checked (the audit log's failed-login rows could be raced).
+  counted up atomically before any password is checked (the audit log's failed-login rows could be raced);
+  their index on `audit_events` goes.
 
 Revision ID: 0009
 Revises: 0008
@@ -38,9 +39,13 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key", name=op.f("pk_login_throttles")),
     )
     op.create_index(op.f("ix_login_throttles_window_start"), "login_throttles", ["window_start"], unique=False)
+    op.drop_index("ix_audit_events_recent", table_name="audit_events")
 
 
 def downgrade() -> None:
+    op.create_index(
+        "ix_audit_events_recent", "audit_events", ["action", "actor_name", "ip", "created_at"], unique=False
+    )
     op.drop_index(op.f("ix_login_throttles_window_start"), table_name="login_throttles")
     op.drop_table("login_throttles")
     with op.batch_alter_table("api_tokens") as batch:

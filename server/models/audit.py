@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Index, String, Text
+from sqlalchemy import DateTime, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from server.models.base import Base, utcnow
@@ -32,8 +32,6 @@ class AuditEvent(Base):
     passwords, failed logins) carry `subject_user_id` and are shown to the admins of that user's teams."""
 
     __tablename__ = "audit_events"
-    # Failed logins per (username, address) in the last minute: the login rate limit's query.
-    __table_args__ = (Index("ix_audit_events_recent", "action", "actor_name", "ip", "created_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)

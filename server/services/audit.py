@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
@@ -80,21 +78,3 @@ def team_audit(session: Session, team_id: int, *, action: str | None, limit: int
         for event, username in rows
     ]
     return AuditPage(items=items, total=total)
-
-
-def recent_login_failures(session: Session, username: str, ip: str | None, window: timedelta) -> int:
-    """Failed logins for this username from this address within the window (the login rate limit)."""
-    since = utcnow() - window
-    return (
-        session.scalar(
-            select(func.count())
-            .select_from(AuditEvent)
-            .where(
-                AuditEvent.action == LOGIN_FAILED,
-                AuditEvent.actor_name == username[:100],
-                AuditEvent.ip == (ip[:64] if ip else None),
-                AuditEvent.created_at > since,
-            )
-        )
-        or 0
-    )

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from server.config import Settings
 from server.models import ApiToken, AuditEvent, Job, Membership, Team, User, utcnow
 from server.services.errors import FieldErrors, Forbidden, Unauthorized
+from server.services.password_pool import in_hashing_pool
 from server.services.sql_text import column_types, select_text
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 
@@ -142,16 +143,20 @@ def check_password_rules(password: str, field: str = "password") -> None:
 
 def hash_password(password: str) -> str:
     check_password_rules(password)
-    return _hasher.hash(password)
+    return in_hashing_pool(lambda: _hasher.hash(password))
 
 
 def _verify(stored: str | None, password: str) -> bool:
-    """argon2 verification; without a stored hash it does the same work against a dummy and says no."""
-    try:
-        _hasher.verify(stored or _DUMMY_HASH, password)
-    except (VerificationError, InvalidHashError):
-        return False
-    return stored is not None
+    """argon2 verification (in the hashing pool); without a stored hash it does the same work against a dummy
+    and says no."""
+
+    def verify() -> bool:
+        try:
+            return _hasher.verify(stored or _DUMMY_HASH, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return in_hashing_pool(verify) and stored is not None
 
 
 def password_matches(user: User, password: str) -> bool:
@@ -159,7 +164,7 @@ def password_matches(user: User, password: str) -> bool:
     if len(password) > MAX_PASSWORD or not _verify(user.password_hash, password):
         return False
     if user.password_hash and _hasher.check_needs_rehash(user.password_hash):
-        user.password_hash = _hasher.hash(password)
+        user.password_hash = in_hashing_pool(lambda: _hasher.hash(password))
     return True
 
 

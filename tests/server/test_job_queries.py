@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from server_harness import Harness
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
-from server.models import Membership, User
+from server.models import Job, Membership, User
 
 
 def test_list_filters_by_status_executor_algorithm_and_name(harness: Harness) -> None:
@@ -94,7 +94,9 @@ def test_other_teams_jobs_are_not_listed(harness: Harness, other_team_job: int) 
     assert harness.client.get("/api/v1/jobs", headers=outsider).json()["total"] == 0
 
 
-def test_a_user_in_no_team_still_sees_the_jobs_they_submitted(harness: Harness, other_team_job: int) -> None:
+def test_a_user_removed_from_their_team_no_longer_sees_the_jobs_they_submitted(
+    harness: Harness, other_team_job: int
+) -> None:
     ana = harness.add_user("ana", "audio")
     mine = harness.submit_ok({"name": "mine"}, ana)
     with harness.session() as session:
@@ -103,6 +105,16 @@ def test_a_user_in_no_team_still_sees_the_jobs_they_submitted(harness: Harness, 
                 Membership.user_id == select(User.id).where(User.username == "ana").scalar_subquery()
             )
         )
+        session.commit()
+    assert harness.client.get("/api/v1/jobs", headers=ana).json()["items"] == []
+    assert harness.client.get(f"/api/v1/jobs/{mine}", headers=ana).status_code == 404
+
+
+def test_the_owner_still_sees_a_job_whose_team_is_gone(harness: Harness, other_team_job: int) -> None:
+    ana = harness.add_user("ana", "audio")
+    mine = harness.submit_ok({"name": "mine"}, ana)
+    with harness.session() as session:
+        session.execute(update(Job).where(Job.id == mine).values(team_id=None))
         session.commit()
     assert [j["id"] for j in harness.client.get("/api/v1/jobs", headers=ana).json()["items"]] == [mine]
     assert harness.client.get(f"/api/v1/jobs/{mine}", headers=ana).status_code == 200

@@ -1,4 +1,5 @@
-"""Login with a username and password or an API token (5 failures a minute per name and address: 429); logout."""
+"""Login with a username and password or an API token (at most 5 attempts a minute per name and address, 20 per
+address: 429; see server.services.rate_limit); logout."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.api.page_session import new_session, read_session, write_cookie
+from server.api.page_session import PageSession, new_session, read_session, write_cookie
 from server.services.auth import authenticate_api_token, authenticate_password
 from server.services.errors import Unauthorized
 from server.services.page_sessions import end_page_sessions, session_generation
-from server.services.rate_limit import TooManyRequests, check_login_allowed, record_login_failure
+from server.services.password_pool import HashingBusy
+from server.services.rate_limit import (
+    TooManyRequests,
+    count_login_attempt,
+    login_succeeded,
+    record_login_failure,
+)
 from web.pages.deps import require_csrf
 from web.pages.render import render
 
@@ -43,14 +50,28 @@ def login(
     """Credentials → a fresh session (and a fresh CSRF token); wrong ones re-show the form with 401."""
     read_session(request)
     ip = request.client.host if request.client else None
-    name = "" if token.strip() else username  # failures are counted per username, token logins under one name
+    name = "" if token.strip() else username  # attempts are counted per username, token logins under one name
     try:
-        check_login_allowed(session, name, ip)
-    except TooManyRequests as exc:
+        attempt = count_login_attempt(session, name, ip)
+        fresh = _check_credentials(session, username, password, token)
+    except (TooManyRequests, HashingBusy) as exc:
         context = {"next": safe_next(next), "error": exc.detail, "username": username}
-        refused = render(request, "login.html", context, status_code=429)
-        refused.headers["Retry-After"] = "60"
+        refused = render(request, "login.html", context, status_code=exc.status_code)
+        refused.headers["Retry-After"] = str(exc.retry_after)
         return refused
+    if fresh is None:
+        record_login_failure(session, name, ip)
+        error = "Wrong API token." if token.strip() else "Wrong username or password."
+        context = {"next": safe_next(next), "error": error, "username": username}
+        return render(request, "login.html", context, status_code=401)
+    login_succeeded(session, attempt)
+    response = RedirectResponse(safe_next(next), status_code=303)
+    write_cookie(request, response, fresh)
+    return response
+
+
+def _check_credentials(session: Session, username: str, password: str, token: str) -> PageSession | None:
+    """The new session the token or the password opens, or None."""
     fresh = None
     if token.strip():
         try:
@@ -68,14 +89,7 @@ def login(
     elif username.strip():
         user = authenticate_password(session, username, password)
         fresh = new_session(user.id, generation=user.session_generation) if user else None
-    if fresh is None:
-        record_login_failure(session, name, ip)
-        error = "Wrong API token." if token.strip() else "Wrong username or password."
-        context = {"next": safe_next(next), "error": error, "username": username}
-        return render(request, "login.html", context, status_code=401)
-    response = RedirectResponse(safe_next(next), status_code=303)
-    write_cookie(request, response, fresh)
-    return response
+    return fresh
 
 
 @router.post("/logout", dependencies=[Depends(require_csrf)])
