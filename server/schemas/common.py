@@ -24,6 +24,10 @@ UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 # A NaN reward or throughput (a diverged run) is reported as unknown rather than refused.
 FiniteOrNone = Annotated[float | None, AfterValidator(_finite_or_none)]
 Step = Annotated[int, Field(ge=0, le=MAX_INT32)]
+# Seconds since the epoch, up to the year 3000: an infinite or absurd wall time (which broke every duration
+# computed from it) is refused with 422, naming the field.
+MAX_WALL_TIME = 32_503_680_000.0
+WallTime = Annotated[float, Field(ge=0, le=MAX_WALL_TIME, allow_inf_nan=False)]
 Attempt = Annotated[int, Field(ge=1, le=10_000)]
 
 

@@ -6,14 +6,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from server.schemas.common import Attempt, Step
+from server.schemas.common import Attempt, Step, WallTime
 
 MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class MetricStep(BaseModel):
     step: Step
-    wall_time: float
+    wall_time: WallTime
     # Non-finite values are accepted and skipped (a NaN loss must not cost the batch's other points).
     values: dict[MetricKey, float]
 

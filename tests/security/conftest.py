@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,14 +36,31 @@ def settings(migrated_sqlite_url: str, tmp_path: Path) -> Settings:
     )
 
 
-@pytest.fixture
-def harness(settings: Settings) -> Iterator[Harness]:
+def serve(settings: Settings) -> Iterator[Harness]:
+    """The real app under TestClient, with the first start's admin."""
     app = create_app(settings)
     with TestClient(app) as client:
         with app.state.sessionmaker() as session:
             token = ensure_admin(session, settings)
         assert token is not None
         yield Harness(client, app.state.sessionmaker, settings, bearer(token))
+
+
+@pytest.fixture
+def harness(settings: Settings) -> Iterator[Harness]:
+    yield from serve(settings)
+
+
+@pytest.fixture
+def db_harness(migrated_database_url: str, tmp_path: Path) -> Iterator[Harness]:
+    """The app on SQLite, and on PostgreSQL when configured (the races and stored values that differ)."""
+    settings = Settings(
+        home=tmp_path / "home",
+        database_url=migrated_database_url,
+        artifact_root=tmp_path / "artifacts",
+        secret_key=secrets.token_hex(32),
+    )
+    yield from serve(settings)
 
 
 @pytest.fixture

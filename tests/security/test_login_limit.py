@@ -3,22 +3,18 @@ reset by X-Forwarded-For, and never applied to new usernames, so anonymous clien
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from argon2 import PasswordHasher
-from fastapi.testclient import TestClient
+from conftest import serve
 from security_support import csrf_of
-from server_harness import Harness, bearer
+from server_harness import Harness
 
 from server.config import Settings
-from server.main import create_app
 from server.services import auth, password_pool
-from server.services.auth import ensure_admin
 from server.services.rate_limit import LOGIN_MAX_PER_ADDRESS, LOGIN_MAX_PER_NAME
 
 PASSWORD = "correct horse battery"
@@ -46,28 +42,21 @@ def hasher(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
     return counting
 
 
-def _harness(settings: Settings) -> Iterator[Harness]:
-    app = create_app(settings)
-    with TestClient(app) as client:
-        with app.state.sessionmaker() as session:
-            token = ensure_admin(session, settings)
-        assert token is not None
-        body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-        assert client.post("/api/v1/users", json=body, headers=bearer(token)).status_code == 201
-        yield Harness(client, app.state.sessionmaker, settings, bearer(token))
-
-
 @pytest.fixture
-def any_db(migrated_database_url: str, tmp_path: Path, hasher: CountingHasher) -> Iterator[Harness]:
+def any_db(db_harness: Harness, hasher: CountingHasher) -> Harness:
     """The app on SQLite, and on PostgreSQL when configured, with user `pat`."""
-    yield from _harness(Settings(home=tmp_path, database_url=migrated_database_url, secret_key=secrets.token_hex(32)))
+    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
+    assert db_harness.client.post("/api/v1/users", json=body, headers=db_harness.admin).status_code == 201
+    return db_harness
 
 
 @pytest.fixture
-def behind_proxy(migrated_sqlite_url: str, tmp_path: Path, hasher: CountingHasher) -> Iterator[Harness]:
+def behind_proxy(settings: Settings, hasher: CountingHasher) -> Iterator[Harness]:
     """The app believing forwarded headers from the test client's address, as from a reverse proxy."""
-    settings = Settings(home=tmp_path, database_url=migrated_sqlite_url, trusted_proxies="testclient")
-    yield from _harness(settings)
+    for harness in serve(settings.model_copy(update={"trusted_proxies": ["testclient"]})):
+        body = {"username": "pat", "password": PASSWORD, "team_id": 1}
+        assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+        yield harness
 
 
 def _login(harness: Harness, username: str, password: str, headers: dict[str, str] | None = None) -> int:

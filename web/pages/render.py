@@ -41,8 +41,8 @@ def ago(value: datetime | None) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """'45 s', '12 min 03 s', '2 h 05 min'."""
-    if seconds is None:
+    """'45 s', '12 min 03 s', '2 h 05 min'; '—' when unknown or not finite (a wall time stored as NaN or inf)."""
+    if seconds is None or not math.isfinite(seconds):
         return "—"
     s = int(seconds)
     if s < 60:

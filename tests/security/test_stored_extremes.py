@@ -1,0 +1,98 @@
+"""Attack 7, the read side: whatever numbers are stored (NaN, ±inf, the largest values a column holds), every
+page and API read of them answers 200 (a wall time of inf made the compare page and metrics.json answer 500).
+
+The values are written straight into the database, past ingestion's checks, as a bug or an older server could
+have left them."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.routing import APIRoute
+from security_support import login_with_token
+from server_harness import Harness, png_bytes
+from sqlalchemy import update
+
+from server.models import Artifact, Device, Job, Sample
+from server.schemas.common import MAX_INT32
+from server.services import metric_blocks
+from server.services.current_points import record_first_step
+
+MAX_INT64 = 2**63 - 1
+POISONS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "huge": 1e308, "-huge": -1e308}
+
+
+def _get_routes(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
+    for route in routes:
+        if hasattr(route, "original_router"):
+            yield from _get_routes(route.original_router.routes, prefix + route.include_context.prefix)
+        elif isinstance(route, APIRoute) and "GET" in route.methods:
+            yield prefix + route.path, route
+
+
+def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None:
+    """Every numeric column a job's pages and reads show, set to `value` (or the largest integer it holds)."""
+    first_finite, last_finite = np.zeros(3, dtype=metric_blocks.POINT), np.zeros(3, dtype=metric_blocks.POINT)
+    first_finite["step"] = last_finite["step"] = [1, 2, MAX_INT32]
+    first_finite["value"], first_finite["wall"] = [0.5, value, value], [1.0, value, value]
+    last_finite["value"], last_finite["wall"] = [value, value, 0.5], [value, value, 1.0]
+    by_key = {"loss": first_finite, "reward/mean": last_finite, "throughput/samples_per_s": first_finite}
+    with harness.session() as session:
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(last_reward=value, samples_per_s=value, step=MAX_INT32, total_steps=1)
+        )
+        session.execute(
+            update(Sample).where(Sample.id == sample_id).values(reward=value, seed=MAX_INT64, width=MAX_INT32)
+        )
+        session.execute(update(Artifact).where(Artifact.job_id == job_id).values(size_bytes=MAX_INT64, step=MAX_INT32))
+        session.execute(update(Device).values(memory_bytes=MAX_INT64))
+        record_first_step(session, job_id, 1, 1)
+        metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints(by_key))
+        session.commit()
+
+
+def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int) -> list[str]:
+    fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1}
+    query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id)}
+    urls = []
+    for path, route in _get_routes(harness.client.app.routes):
+        url = re.sub(r"\{(\w+)\}", lambda m: str(fill[m.group(1)]), path)
+        params = [f"{q.name}={query[q.name]}" for q in route.dependant.query_params if q.name in query]
+        urls.append(url + ("?" + "&".join(params) if params else ""))
+    compare = f"/compare?job={job_id}&job={other_id}"
+    return [*urls, compare, f"{compare}&axis=time", f"/compare/gallery?job={job_id}&job={other_id}"]
+
+
+@pytest.mark.parametrize("poison", POISONS)
+def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness, poison: str) -> None:
+    if poison == "nan" and "sqlite" in db_harness.settings.resolved_database_url():
+        pytest.skip("SQLite stores NaN as NULL")
+    harness = db_harness
+    harness.add_host("gpu-1", "cpu", count=1)
+    other_id = harness.submit_ok({"name": "plain"})
+    job_id = harness.submit_ok({"name": "extremes"})
+    token = harness.start_job(job_id)
+    files = {"image": ("s.png", png_bytes(), "image/png")}
+    form = {"attempt": "1", "step": "1", "kind": "eval", "prompt": "p", "seed": "1"}
+    sample = harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
+    artifact = {"attempt": 1, "kind": "checkpoint", "name": "c", "step": 1, "path": "checkpoints/c"}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
+    sample_id = int(sample.json()["id"])
+    _poison(harness, job_id, sample_id, POISONS[poison])
+    assert login_with_token(harness, harness.admin) == 303
+    failures: dict[str, object] = {}
+    for url in _urls(harness, job_id, sample_id, other_id):
+        try:
+            status = harness.client.get(url, headers=harness.admin, follow_redirects=False).status_code
+        except Exception as exc:  # the app's own crash, re-raised by the test client
+            status = repr(exc)
+        if status != (303 if url == "/" else 200):  # / sends to the jobs page
+            failures[url] = status
+    assert failures == {}
