@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -79,15 +78,30 @@ def server(
     import uvicorn
 
     from server.config import get_settings
+    from server.secret_key import WeakSecretKey, session_secret_key
 
     settings = get_settings()
+    try:
+        # Checked before anything starts; on the embedded platform this makes the state folder's key, which
+        # every server process then reads, so each accepts the cookies the others issue.
+        session_secret_key(settings)
+    except WeakSecretKey as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     if bootstrap:
         _bootstrap(settings)
     processes = workers or os.cpu_count() or 1
-    if processes > 1 and not settings.secret_key:
-        # Page sessions are signed with it: every process must accept the cookies the others issue.
-        os.environ["SFUMATO_SECRET_KEY"] = secrets.token_hex(32)
-    uvicorn.run("sfumato.app:create_app", factory=True, host=host, port=port, workers=processes, log_level="info")
+    uvicorn.run(
+        "sfumato.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=processes,
+        log_level="info",
+        # The app believes X-Forwarded-For from SFUMATO_TRUSTED_PROXIES only; uvicorn's own handling would
+        # believe it from any local client (its default trusts 127.0.0.1) and rewrite the address first.
+        proxy_headers=False,
+    )
 
 
 def worker(

@@ -122,6 +122,7 @@ def live_server(database_url: str, home: Path) -> Iterator[LiveServer]:
     log = home / "server.log"
     home.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "uvicorn", "--factory", "sfumato.app:create_app", "--port", str(port)]
+    argv.append("--no-proxy-headers")  # as `sfumato server` runs it: the app decides whom to believe
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -16,8 +16,8 @@ from itsdangerous import URLSafeTimedSerializer
 
 from server.api.page_session import COOKIE
 from server.config import Settings
-from server.main import create_app
 from server.secret_key import KEY_FILE, WeakSecretKey
+from sfumato.app import create_app
 
 REPO = Path(__file__).resolve().parents[2]
 UNREACHED_POSTGRES = "postgresql+psycopg://sfumato@127.0.0.1:1/sfumato"  # create_app does not connect

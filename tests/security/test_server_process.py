@@ -1,0 +1,71 @@
+"""Attacks 1 and 6 against the real `sfumato server` process: it refuses a weak session key on PostgreSQL, and
+its login limit is not reset by X-Forwarded-For (uvicorn believed it from any local client)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from platform_harness import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "correct horse battery"
+
+
+def test_sfumato_server_on_postgres_refuses_a_published_key_naming_it(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "SFUMATO_HOME": str(tmp_path),
+        "SFUMATO_DATABASE_URL": "postgresql+psycopg://sfumato@127.0.0.1:1/sfumato",
+        "SFUMATO_SECRET_KEY": "change-me",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "sfumato.cli", "server", "--workers", "1"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "SFUMATO_SECRET_KEY" in done.stdout + done.stderr
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[str]:
+    """`sfumato server --bootstrap` on an embedded platform, the admin with a password."""
+    port = free_port()
+    env = {**os.environ, "SFUMATO_HOME": str(tmp_path / "home"), "SFUMATO_ADMIN_PASSWORD": PASSWORD}
+    env.pop("SFUMATO_DATABASE_URL", None)
+    argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port), "--workers", "1", "--bootstrap"]
+    with open(tmp_path / "server.log", "wb") as log:
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_x_forwarded_for_from_a_local_client_does_not_reset_the_login_limit(live_server: str) -> None:
+    with httpx.Client(base_url=live_server) as client:
+        codes = []
+        for i in range(6):
+            page = client.get("/login").text
+            csrf = re.search(r'name="csrf-token" content="([^"]+)"', page)
+            assert csrf
+            form = {"username": "admin", "password": "wrong password", "csrf_token": csrf.group(1)}
+            codes.append(client.post("/login", data=form, headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code)
+    assert codes == [401] * 5 + [429]
