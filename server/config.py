@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     cancel_grace_seconds: float = 10.0
 
     max_body_bytes: int = 32 * 1024 * 1024
+    # A job spec as JSON; a 24 MB spec once made a 45 MB job page.
+    max_spec_bytes: int = 256 * 1024
+    # Queued jobs at once, per submitting user and per team (429 beyond, naming the limit).
+    max_queued_per_user: int = 100
+    max_queued_per_team: int = 500
     max_metric_points: int = 100_000
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096

@@ -11,7 +11,7 @@ import math
 import re
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -124,8 +124,8 @@ class ModelSpec(_Section):
     finetune: Literal["full", "lora"] = "lora"
     lora_rank: int | None = Field(None, ge=1, le=1024, description="LoRA rank (lora only; default 4)")
     lora_alpha: float | None = Field(None, gt=0, description="LoRA alpha (lora only; default 2 × rank)")
-    lora_targets: list[str] | None = Field(
-        None, description="module names the adapter wraps (lora only; default: attention projections)"
+    lora_targets: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None, max_length=256, description="module names the adapter wraps (lora only; default: attention projections)"
     )
     dtype: Literal["float32", "bfloat16"] = "float32"
     gradient_checkpointing: bool = False

@@ -36,6 +36,16 @@ class PayloadTooLarge(ServiceError):
     status_code = 413
 
 
+class TooManyRequests(ServiceError):
+    """429: a limit on how often or how much; `retry_after` seconds when waiting is what helps."""
+
+    status_code = 429
+
+    def __init__(self, detail: Any, retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class FieldErrors(ServiceError):
     """422 with `[{"field": "algorithm.group_size", "message": ...}]`, the shape spec errors use."""
 

@@ -17,11 +17,13 @@ from server.services.errors import Conflict, FieldErrors
 from server.services.job_reads import job_detail
 from server.services.job_status import record_submitted, set_status
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
+from server.services.submission_limits import check_queue_room, check_spec_size
 from trainer.spec import JobSpec, parse_spec, spec_errors
 
 
 def validate_spec(data: Any, settings: Settings) -> JobSpec:
     """trainer.spec's verdict, as 422 field errors (`algorithm.group_size`, ...)."""
+    check_spec_size(data, settings)
     try:
         return parse_spec(data, path_roots=settings.resolved_path_roots())
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
@@ -35,6 +37,7 @@ def submit_job(
     spec = validate_spec(data, settings)
     team = team_for_submission(caller, team_name)
     check_capacity(session, spec)
+    check_queue_room(session, caller.user_id, team.team_id, settings)
     job = Job(
         name=spec.name,
         spec=spec.model_dump(mode="json"),

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from server.models import User, utcnow
 from server.services import audit
-from server.services.errors import ServiceError
+from server.services.errors import TooManyRequests
 
 LOGIN_WINDOW = timedelta(minutes=1)
 LOGIN_MAX_PER_NAME = 5
@@ -42,14 +42,6 @@ _GIVE_BACK = text("UPDATE login_throttles SET attempts = attempts - 1 WHERE key 
 _PRUNE = text("DELETE FROM login_throttles WHERE window_start < :stale").bindparams(
     bindparam("stale", type_=DateTime)
 )
-
-
-class TooManyRequests(ServiceError):
-    status_code = 429
-
-    def __init__(self, detail: str, retry_after: int) -> None:
-        super().__init__(detail)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)

@@ -365,7 +365,8 @@ def _allocate(session: Session, report: PassReport) -> None:
             placement = place(job, unclaimed)
             if not placement:
                 if head is not None and place(job, usable):
-                    reason = f"would delay job {head.id} at the head of the queue; waits for hosts it does not need"
+                    head_name = _head_name(head, job)
+                    reason = f"would delay {head_name} at the head of the queue; waits for hosts it does not need"
                 else:
                     reason = wait_reason(job, usable, capacity)
                     if head is None:
@@ -401,6 +402,14 @@ def _allocate(session: Session, report: PassReport) -> None:
         if job.team_id is not None:
             usage[job.team_id] = usage.get(job.team_id, 0) + job.devices * job.nodes
         set_status(session, job, JobStatus.SCHEDULED, f"attempt {job.attempt} on {_placed_on(placement, hosts)}")
+
+
+def _head_name(head: Job, job: Job) -> str:
+    """The head of the queue as the waiting job's readers may see it: by id only in the same team (the reason
+    is shown to whoever sees the waiting job, and another team's job is a 404 to them)."""
+    if head.team_id is not None and head.team_id == job.team_id:
+        return f"job {head.id}"
+    return "a higher-priority job of another team"
 
 
 def _placed_on(placement: list[PlacedNode], hosts: dict[int, Host]) -> str:

@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pytest
 from argon2 import PasswordHasher
-from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from security_support import TwoTeams, upload_sample
-from server_harness import Harness, bearer, png_bytes
+from security_support import TwoTeams, serve, upload_sample
+from server_harness import Harness, png_bytes
 
 from server.config import Settings
 from server.services import auth
-from server.services.auth import ensure_admin
-from sfumato.app import create_app
 
 
 @pytest.fixture
@@ -34,16 +31,6 @@ def settings(migrated_sqlite_url: str, tmp_path: Path) -> Settings:
         max_image_pixels=256 * 256,
         max_metric_points=500,
     )
-
-
-def serve(settings: Settings) -> Iterator[Harness]:
-    """The real app under TestClient, with the first start's admin."""
-    app = create_app(settings)
-    with TestClient(app) as client:
-        with app.state.sessionmaker() as session:
-            token = ensure_admin(session, settings)
-        assert token is not None
-        yield Harness(client, app.state.sessionmaker, settings, bearer(token))
 
 
 @pytest.fixture

@@ -107,8 +107,9 @@ def _seed(database_url: str) -> tuple[str, int]:
 
 
 @contextmanager
-def live_server(database_url: str, home: Path) -> Iterator[LiveServer]:
-    """Migrate and seed the database, then run uvicorn with create_app in a process of its own."""
+def live_server(database_url: str, home: Path, env_extra: dict[str, str] | None = None) -> Iterator[LiveServer]:
+    """Migrate and seed the database, then run uvicorn with create_app in a process of its own (with
+    `env_extra` added to its environment)."""
     upgrade(database_url)
     job_token, spare_id = _seed(database_url)
     port = _free_port()
@@ -118,6 +119,7 @@ def live_server(database_url: str, home: Path) -> Iterator[LiveServer]:
         "SFUMATO_HOME": str(home),
         "SFUMATO_SECRET_KEY": secrets.token_hex(32),
         "SFUMATO_MAX_BODY_BYTES": "1000000",
+        **(env_extra or {}),
     }
     log = home / "server.log"
     home.mkdir(parents=True, exist_ok=True)

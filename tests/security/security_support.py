@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from fastapi.testclient import TestClient
 from server_harness import Harness, Headers, Response, bearer
 from sqlalchemy import select
 
+from server.config import Settings
 from server.models import ApiToken, User
+from server.services.auth import ensure_admin
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
+from sfumato.app import create_app
 
 XSS = "<script>alert('x')</script>"
 
@@ -60,3 +65,13 @@ def token_for(harness: Harness, username: str) -> Headers:
         session.add(ApiToken(user_id=user_id, name="extra", token_hash=hash_token(raw)))
         session.commit()
     return bearer(raw)
+
+
+def serve(settings: Settings) -> Iterator[Harness]:
+    """The real app under TestClient, with the first start's admin."""
+    app = create_app(settings)
+    with TestClient(app) as client:
+        with app.state.sessionmaker() as session:
+            token = ensure_admin(session, settings)
+        assert token is not None
+        yield Harness(client, app.state.sessionmaker, settings, bearer(token))

@@ -9,8 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from argon2 import PasswordHasher
-from conftest import serve
-from security_support import csrf_of
+from security_support import csrf_of, serve
 from server_harness import Harness
 
 from server.config import Settings

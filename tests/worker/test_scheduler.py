@@ -268,7 +268,16 @@ def test_a_team_at_its_quota_waits_while_other_teams_run(factory, add_host: AddH
     assert [t.job_id for t in sent] == [third.id]
 
 
+def _team(factory: sessionmaker[Session], name: str) -> int:
+    with factory.begin() as session:
+        team = Team(name=name)
+        session.add(team)
+        session.flush()
+        return team.id
+
+
 def test_backfill_never_takes_the_devices_the_head_of_the_queue_waits_for(factory, add_host: AddHost, add_job: AddJob):
+    lab = _team(factory, "lab")
     add_host("big", devices=2)
     add_host("small", devices=1)
     on_small = add_job()
@@ -276,9 +285,9 @@ def test_backfill_never_takes_the_devices_the_head_of_the_queue_waits_for(factor
     on_big = add_job()
     run_pass(factory)
     finish(factory, on_small.id)  # now one device free on each host
-    head = add_job(devices=2)
-    backfilled = add_job()
-    delaying = add_job()
+    head = add_job(devices=2, team_id=lab)
+    backfilled = add_job(team_id=lab)
+    delaying = add_job(team_id=lab)
     sent: list[NodeTask] = []
 
     run_pass(factory, sent)
@@ -292,6 +301,29 @@ def test_backfill_never_takes_the_devices_the_head_of_the_queue_waits_for(factor
     sent.clear()
     run_pass(factory, sent)
     assert [(t.job_id, t.host) for t in sent] == [(head.id, "big")]
+
+
+def test_a_wait_reason_never_names_another_teams_job(factory, add_host: AddHost, add_job: AddJob):
+    """Attack 8: the reason named another team's job, which is a 404 for the reader of the waiting job."""
+    lab, studio = _team(factory, "lab"), _team(factory, "studio")
+    add_host("big", devices=2)
+    add_host("small", devices=1)
+    on_small = add_job()
+    run_pass(factory)
+    add_job()
+    run_pass(factory)
+    finish(factory, on_small.id)
+    head = add_job(devices=2, team_id=lab)
+    add_job(team_id=studio)  # backfilled on the small host
+    delaying = add_job(team_id=studio)
+
+    run_pass(factory)
+
+    reason = job(factory, delaying.id).wait_reason
+    assert reason == "would delay a higher-priority job of another team at the head of the queue; " + (
+        "waits for hosts it does not need"
+    )
+    assert str(head.id) not in (reason or "")
 
 
 def test_a_job_whose_task_never_started_goes_back_to_the_queue_without_using_an_attempt(

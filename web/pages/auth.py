@@ -10,15 +10,10 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session
 from server.api.page_session import PageSession, new_session, read_session, write_cookie
 from server.services.auth import authenticate_api_token, authenticate_password
-from server.services.errors import Unauthorized
+from server.services.errors import TooManyRequests, Unauthorized
 from server.services.page_sessions import end_page_sessions, session_generation
 from server.services.password_pool import HashingBusy
-from server.services.rate_limit import (
-    TooManyRequests,
-    count_login_attempt,
-    login_succeeded,
-    record_login_failure,
-)
+from server.services.rate_limit import count_login_attempt, login_succeeded, record_login_failure
 from web.pages.deps import require_csrf
 from web.pages.render import render
 
