@@ -3,7 +3,7 @@ no endpoint disabled a user or revoked someone else's tokens."""
 
 from __future__ import annotations
 
-from security_support import login_with_password, login_with_token, token_for
+from security_support import csrf_of, login_with_password, login_with_token, token_for
 from server_harness import Harness
 
 PASSWORD = "correct horse battery"
@@ -74,3 +74,16 @@ def test_removal_from_a_team_ends_access_to_its_jobs_their_own_included(harness:
     assert harness.client.get(f"/api/v1/jobs/{job_id}/metrics", headers=lena).status_code == 404
     assert job_id not in [j["id"] for j in harness.client.get("/api/v1/jobs", headers=lena).json()["items"]]
     assert token_for(harness, "lena")  # the user still exists; only the team's jobs are gone
+
+
+def test_the_users_page_disables_and_enables_a_user_with_its_button(harness: Harness) -> None:
+    lena = harness.add_user("lena", "default")
+    lena_id = _user_id(harness, "lena")
+    assert login_with_token(harness, harness.admin) == 303
+    page = harness.client.get("/admin/users").text
+    assert f'action="/admin/users/{lena_id}/access"' in page and 'action="/admin/users/1/access"' not in page
+    form = {"disabled": "true", "csrf_token": csrf_of(page)}
+    answer = harness.client.post(f"/admin/users/{lena_id}/access", data=form, follow_redirects=False)
+    assert answer.status_code == 303
+    assert harness.client.get("/api/v1/jobs", headers=lena).status_code == 401
+    assert ">Enable</button>" in harness.client.get("/admin/users").text

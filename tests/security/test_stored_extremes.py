@@ -43,11 +43,7 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
     last_finite["value"], last_finite["wall"] = [value, value, 0.5], [value, value, 1.0]
     by_key = {"loss": first_finite, "reward/mean": last_finite, "throughput/samples_per_s": first_finite}
     with harness.session() as session:
-        session.execute(
-            update(Job)
-            .where(Job.id == job_id)
-            .values(last_reward=value, samples_per_s=value, step=MAX_INT32, total_steps=1)
-        )
+        session.execute(update(Job).where(Job.id == job_id).values(last_reward=value, step=MAX_INT32, total_steps=1))
         session.execute(
             update(Sample).where(Sample.id == sample_id).values(reward=value, seed=MAX_INT64, width=MAX_INT32)
         )
@@ -60,7 +56,7 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
 
 def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int) -> list[str]:
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1}
-    query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id)}
+    query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
     urls = []
     for path, route in _get_routes(harness.client.app.routes):
         url = re.sub(r"\{(\w+)\}", lambda m: str(fill[m.group(1)]), path)

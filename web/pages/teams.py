@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
 from server.models import AUDIT_ACTIONS
-from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserCreate
+from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserChange, UserCreate
 from server.schemas.common import MAX_INT32
-from server.services import accounts, audit
+from server.services import accounts, audit, offboarding
 from server.services.auth import Caller
 from server.services.errors import Forbidden, NotFound, ServiceError
 from server.services.scoping import ensure_server_admin, ensure_team_admin, team_role, visible_team
@@ -194,6 +194,24 @@ async def create_user(
     try:
         ensure_server_admin(caller)
         accounts.create_user(session, caller, UserCreate.model_validate(body))
+    except (ServiceError, ValidationError) as exc:
+        status_code = exc.status_code if isinstance(exc, ServiceError) else 422
+        return _users_page(request, session, caller, messages(exc), status_code)
+    return RedirectResponse("/admin/users", status_code=303)
+
+
+@router.post("/admin/users/{user_id}/access", dependencies=[Depends(require_csrf)])
+async def change_access(
+    request: Request,
+    user_id: PageId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    """The Users page's Disable / Enable button (offboarding: services.offboarding)."""
+    form = await form_fields(request)
+    try:
+        body = UserChange.model_validate({"disabled": form.get("disabled", "")})
+        offboarding.change_user(session, caller, user_id, body)
     except (ServiceError, ValidationError) as exc:
         status_code = exc.status_code if isinstance(exc, ServiceError) else 422
         return _users_page(request, session, caller, messages(exc), status_code)
