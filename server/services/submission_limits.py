@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import Job, Team, User
+from server.models import Job, JobStatus, Team, User
 from server.services.errors import PayloadTooLarge, TooManyRequests
 
 
@@ -28,7 +28,7 @@ def check_spec_size(data: Any, settings: Settings) -> None:
 
 
 def _queued(session: Session, *where: Any) -> int:
-    return session.scalar(select(func.count()).select_from(Job).where(Job.status == "queued", *where)) or 0
+    return session.scalar(select(func.count()).select_from(Job).where(Job.status == JobStatus.QUEUED, *where)) or 0
 
 
 def check_queue_room(session: Session, user_id: int, team_id: int, settings: Settings) -> None:
