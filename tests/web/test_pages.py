@@ -226,3 +226,15 @@ def test_cancelling_a_job_removing_a_member_and_revoking_a_token_ask_first(clien
     assert re.search(r'action="/jobs/\d+/cancel" class="inline" data-confirm="Cancel job', job)
     assert re.search(r'action="/teams/1/members/\d+/remove" class="inline" data-confirm="Remove ', team)
     assert re.search(r'action="/settings/tokens/\d+/revoke" class="inline" data-confirm="Revoke token ', settings)
+
+
+def test_later_log_lines_do_not_ask_to_delete_the_placeholder_again(
+    client: TestClient, world: World, app: FastAPI
+) -> None:
+    queued = world.queued[0].id
+    with app.state.sessionmaker() as session:
+        session.add_all([LogLine(job_id=queued, attempt=0, text="one"), LogLine(job_id=queued, attempt=0, text="two")])
+        session.commit()
+        first = session.scalar(select(func.min(LogLine.id)).where(LogLine.job_id == queued))
+    later = client.get(f"/jobs/{queued}/logs?after={first}").text
+    assert "two" in later and "hx-swap-oob" not in later  # htmx would report oobErrorNoTarget

@@ -121,7 +121,9 @@ def _job_logs(session: Session, caller: Caller, request: Request, job_id: int, a
     job = visible_page_job(session, caller, job_id)
     page = read_logs(session, job.id, offset=after)
     live = job.status not in TERMINAL_STATES or bool(page.lines)
-    context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live, "fragment": True}
+    # Only the first lines of a page that had none remove its placeholder (later ones would find no target).
+    context = {"job": job, "logs": page.lines, "last_log_id": page.next_offset, "live": live, "fragment": True,
+               "first_lines": after == 0}  # fmt: skip
     return render(request, "partials/log_lines.html", context)
 
 

@@ -24,21 +24,59 @@
     return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
   }
 
+  const MIB = 1048576;
   const GIB = 1073741824;
 
-  // Byte series are plotted in GiB so that the axis gets round ticks.
-  function toDisplay(unit, values) {
-    return unit === "bytes" ? values.map((v) => (v == null ? null : v / GIB)) : values;
+  // The unit a chart's values are drawn in, scaled to their range: bytes as MiB or GiB, seconds as ms or s.
+  function scaleOf(unit, columns) {
+    let top = 0;
+    for (const column of columns) for (const v of column) if (v != null && Math.abs(v) > top) top = Math.abs(v);
+    if (unit === "bytes") return top >= GIB ? { div: GIB, suffix: "GiB" } : { div: MIB, suffix: "MiB" };
+    if (unit === "s" && top > 0 && top < 1) return { div: 1e-3, suffix: "ms" };
+    return { div: 1, suffix: unit || "" };
   }
 
-  function formatter(unit) {
-    if (unit === "bytes") return (v) => (v == null ? "—" : v.toFixed(2) + " GiB");
+  function toDisplay(scale, values) {
+    return scale.div === 1 ? values : values.map((v) => (v == null ? null : v / scale.div));
+  }
+
+  function formatter(scale) {
+    const suffix = scale && scale.suffix ? " " + scale.suffix : "";
     return (v) => {
       if (v == null) return "—";
       const a = Math.abs(v);
-      if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(2);
-      return String(Number(v.toPrecision(4)));
+      if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(2) + suffix;
+      return String(Number(v.toPrecision(4))) + suffix;
     };
+  }
+
+  // Tick labels with as many decimals as the tick spacing needs: no two ticks read the same.
+  function tickLabels(el, axisName) {
+    return (u, vals, axisIdx, space, incr) => {
+      let decimals = 0;
+      while (decimals < 8 && Math.abs(incr * 10 ** decimals - Math.round(incr * 10 ** decimals)) > 1e-6 * 10 ** decimals) decimals++;
+      const labels = vals.map((v) => {
+        if (v == null) return "";
+        const a = Math.abs(v);
+        return a !== 0 && (a < 1e-4 || a >= 1e6) ? v.toExponential(Math.min(decimals, 3)) : v.toFixed(decimals);
+      });
+      if (el) el.dataset[axisName] = JSON.stringify(labels);  // what the axis shows, for people and tests
+      return labels;
+    };
+  }
+
+  // A flat series gets a tight axis around its value; others uPlot's rounded range.
+  function valueRange(u, min, max) {
+    if (min == null || max == null) return [0, 1];
+    if (max - min <= Math.abs(max) * 1e-9) {
+      const half = Math.abs(max) * 0.02 || 0.01;
+      return [min - half, max + half];
+    }
+    return uPlot.rangeNum(min, max, 0.1, true);
+  }
+
+  function axisLabel(title, scale) {
+    return scale.suffix ? title + " (" + scale.suffix + ")" : title;
   }
 
   function formatSeconds(v) {
@@ -54,17 +92,19 @@
     return Math.max(40, longest * 7 + 16);
   }
 
-  function axes(unit, right, xLabel) {
+  // x axis, then the y axis labelled with its title and unit (and a second y axis on the right).
+  function axes(el, yLabel, right, xLabel) {
     const stroke = cssVar("--pico-muted-color", "#888");
     const grid = { stroke: cssVar("--pico-muted-border-color", "#ddd"), width: 1 };
-    const fmt = formatter(unit);
+    el.dataset.yLabel = yLabel;
     const list = [
       { stroke, grid, ticks: grid, label: xLabel, labelSize: 18, labelFont: "12px system-ui", font: "11px system-ui",
         values: xLabel === "wall time" ? (u, vals) => vals.map(formatSeconds) : undefined },
-      { stroke, grid, ticks: grid, size: axisSize, font: "11px system-ui", values: (u, vals) => vals.map(fmt) },
+      { stroke, grid, ticks: grid, size: axisSize, font: "11px system-ui", label: yLabel, labelSize: 18,
+        labelFont: "12px system-ui", values: tickLabels(el, "yTicks") },
     ];
     if (right) list.push({ scale: "y2", side: 1, stroke, grid: { show: false }, ticks: grid, size: axisSize, font: "11px system-ui",
-      values: (u, vals) => vals.map(formatter()) });
+      values: tickLabels(null) });
     return list;
   }
 
@@ -118,9 +158,10 @@
     const byKey = new Map(body.series.map((s) => [s.key, s]));
     const xs = body.series.length ? body.series[0].steps : [];
     if (!xs.length) return null;
-    const columns = keys.map((k) => toDisplay(cfg.unit, byKey.get(k).values));
+    const scale = scaleOf(cfg.unit, keys.map((k) => byKey.get(k).values));
+    const columns = keys.map((k) => toDisplay(scale, byKey.get(k).values));
     const right = (cfg.right || []).filter((k) => keys.includes(k));
-    const fmt = formatter(cfg.unit);
+    const fmt = formatter(scale);
     const series = [{ label: "step" }];
     const data = [xs];
     const bands = [];
@@ -147,13 +188,13 @@
       if (bandKey) {
         // [centre, half-width] keys: centre ± half-width.
         const mean = columns[keys.indexOf(cfg.band[0])];
-        const std = toDisplay(cfg.unit, byKey.get(bandKey).values);
+        const std = toDisplay(scale, byKey.get(bandKey).values);
         edges = [["+1 std", mean.map((m, j) => (m == null || std[j] == null ? null : m + std[j]))],
           ["−1 std", mean.map((m, j) => (m == null || std[j] == null ? null : m - std[j]))]];
       } else if (hasRange(first)) {
         // The first key's bucket minimum and maximum: no extreme is lost to downsampling.
-        edges = [[keys[0] + " bucket max", toDisplay(cfg.unit, first.maximum)],
-          [keys[0] + " bucket min", toDisplay(cfg.unit, first.minimum)]];
+        edges = [[keys[0] + " bucket max", toDisplay(scale, first.maximum)],
+          [keys[0] + " bucket min", toDisplay(scale, first.minimum)]];
       }
       if (edges) {
         const color = PALETTE[0];
@@ -166,7 +207,8 @@
         bands.push({ series: [hi, hi + 1], fill: alpha(color, bandKey ? 0.14 : 0.12) });
       }
     }
-    return { keys: keys.join("|"), data, series, bands, right: right.length > 0, fromZero: Boolean(cfg.stack) };
+    return { keys: keys.join("|") + "|" + scale.suffix, data, series, bands, right: right.length > 0,
+      fromZero: Boolean(cfg.stack), yLabel: axisLabel(cfg.title, scale) };
   }
 
   async function getJSON(url) {
@@ -209,12 +251,17 @@
   // (Re)build a chart when its set of series changed, else hand uPlot the new data (keeping zoom and hidden
   // series).
   JobCharts.prototype.draw = function (c, spec, rebuild) {
+    const card = c.el.closest(".chart-card");
     if (!spec) {
-      if (!c.plot) placeholder(c.el, this.live ? "Waiting for the first points…" : "Not reported by this job.");
-      c.el.closest(".chart-card").classList.toggle("no-data", !c.plot);
+      if (!c.plot) placeholder(c.el, "Waiting for the first points…");
+      card.classList.toggle("no-data", !c.plot);
+      // Nothing to show once the job has ended, or an executor panel the executor has nothing for (native):
+      // the card hides itself rather than show an empty frame.
+      card.hidden = !c.plot && (!this.live || c.cfg.id === "executor");
       return;
     }
-    c.el.closest(".chart-card").classList.toggle("no-data", false);
+    card.classList.toggle("no-data", false);
+    card.hidden = false;
     // The drawn extent, for people and tests: how many x values and the last step.
     c.el.dataset.points = String(spec.data[0].length);
     c.el.dataset.lastStep = String(spec.data[0][spec.data[0].length - 1]);
@@ -231,8 +278,9 @@
     c.el.replaceChildren();
     const opts = {
       ...sizeOf(c.el),
-      scales: { x: { time: false }, y: spec.fromZero ? { range: (u, min, max) => [0, max * 1.08 || 1] } : {} },
-      axes: axes(c.cfg.unit, spec.right, "step"),
+      scales: { x: { time: false }, y: { range: spec.fromZero ? (u, min, max) => [0, max * 1.08 || 1] : valueRange },
+        y2: { range: valueRange } },
+      axes: axes(c.el, spec.yLabel, spec.right, "step"),
       series: spec.series,
       bands: spec.bands,
       cursor: { drag: { x: true, y: false, setScale: true } },
@@ -332,14 +380,16 @@
     });
     for (const c of this.charts) {
       const tables = [];
+      const reported = this.jobs.map((job) => this.data.get(job.id) && this.data.get(job.id).get(c.cfg.key)).filter(Boolean);
+      const scale = scaleOf(c.cfg.unit, reported.map((s) => s.values));
       const series = [{ label: this.axis === "time" ? "wall time" : "step", value: this.axis === "time" ? (u, v) => formatSeconds(v) : undefined }];
       this.jobs.forEach((job, i) => {
         const s = this.data.get(job.id) && this.data.get(job.id).get(c.cfg.key);
         if (!s || !s.steps.length) return;
         const xs = this.axis === "time" ? s.wall_times.map((w) => w - s.wall_times[0]) : s.steps;
-        tables.push([xs, toDisplay(c.cfg.unit, s.values)]);
+        tables.push([xs, toDisplay(scale, s.values)]);
         series.push({ label: "#" + job.id + " " + job.name + " (" + job.executor + ")", stroke: style[i].color, dash: style[i].dash,
-          width: 2, spanGaps: true, points: { show: false }, value: (u, v) => formatter(c.cfg.unit)(v) });
+          width: 2, spanGaps: true, points: { show: false }, value: (u, v) => formatter(scale)(v) });
       });
       if (c.plot) c.plot.destroy();
       c.plot = null;
@@ -351,8 +401,8 @@
       const data = uPlot.join(tables);
       c.plot = new uPlot({
         ...sizeOf(c.el),
-        scales: { x: { time: false } },
-        axes: axes(c.cfg.unit, false, this.axis === "time" ? "wall time" : "step"),
+        scales: { x: { time: false }, y: { range: valueRange } },
+        axes: axes(c.el, axisLabel(c.cfg.title, scale), false, this.axis === "time" ? "wall time" : "step"),
         series,
         cursor: { drag: { x: true, y: false, setScale: true } },
       }, data, c.el);

@@ -1,0 +1,52 @@
+"""Charts read at a glance: a y-axis label with its unit, units scaled to the range, no repeated tick labels,
+a tight axis around a flat series, and no empty executor panel for native."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from browser_support import Live, PageProbe
+
+pytestmark = pytest.mark.browser
+
+
+def _axis(page: object, selector: str) -> tuple[str, list[str]]:
+    label = page.get_attribute(selector, "data-y-label")  # type: ignore[attr-defined]
+    ticks = json.loads(page.get_attribute(selector, "data-y-ticks") or "[]")  # type: ignore[attr-defined]
+    return label or "", ticks
+
+
+def test_job_charts_label_their_y_axis_with_a_scaled_unit_and_distinct_ticks(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    page.goto(f"{live.url}/jobs/{live.world.running.id}")
+    page.wait_for_selector("#chart-memory .uplot")
+    page.wait_for_selector("#chart-throughput .uplot")
+    memory_label, memory_ticks = _axis(page, "#chart-memory")
+    assert memory_label == "Peak memory (GiB)"  # 7 GiB: GiB, not bytes
+    speed_label, speed_ticks = _axis(page, "#chart-throughput")
+    assert speed_label == "Throughput (samples/s)"
+    for ticks in (memory_ticks, speed_ticks):
+        assert ticks and len(set(ticks)) == len(ticks), ticks
+    flat = [float(t) for t in speed_ticks]  # the running job's throughput is 1.3 at every step
+    assert min(flat) >= 1.2 and max(flat) <= 1.4
+    assert probe.errors == []
+
+
+def test_compare_charts_label_their_y_axis(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    ids = [live.world.running.id, *(j.id for j in live.world.finished)]
+    page.goto(f"{live.url}/compare?" + "&".join(f"job={i}" for i in ids))
+    page.wait_for_selector("#compare-4 .uplot")
+    assert _axis(page, "#compare-3")[0] == "Peak memory (GiB)"
+    label, ticks = _axis(page, "#compare-4")
+    assert label == "Step time (s)" and len(set(ticks)) == len(ticks)
+    assert probe.errors == []
+
+
+def test_a_native_job_without_executor_metrics_shows_no_executor_panel(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    page.goto(f"{live.url}/jobs/{live.world.queued[0].id}")
+    page.wait_for_selector("#charts[data-polling]")
+    assert page.locator("#chart-executor").is_hidden()
+    assert probe.errors == []
