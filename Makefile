@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform fuzz
+.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform gpu-check fuzz
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -42,6 +42,11 @@ bench: bench-executors
 
 bench-executors: install
 	$(PY) bench/executors.py
+
+# Every executor on an SD3-shaped model that saturates a GPU (bf16, 1024 image tokens, hidden 1536, 12 blocks):
+# the bench tables and the audit, on 1 rank and, with 2+ GPUs, 2 ranks under FSDP; CUDA only (bench/results/gpu.md).
+gpu-check: install
+	$(PY) bench/gpu_check.py
 
 # Server time of the pages on PostgreSQL with 100 jobs and a 1,000,000-point job; creates and drops its own database.
 SFUMATO_BENCH_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/postgres

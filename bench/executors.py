@@ -1,14 +1,19 @@
 """``make bench``: the standard executor benchmark set, written under bench/results/.
 
-One process each (native, lean_retain, lean_reweight, jagg interleaved) for the tiny SD3 model
-at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two gloo ranks for
-lean_reweight's single all-reduce and for digenrl (1 generator + 1 trainer). K = T is
-impossible: the near-clean last step is never trained (the spec refuses K >= T), so K = 9 is
-the full trajectory. Writes executors.md (the table) and executors.json (every report).
+Two regimes. Overhead-bound: the built-in tiny SD3 model, where a batch of four costs barely more
+than one sample (per-op overhead dominates), as on no GPU; one process each (native, lean_retain,
+lean_reweight, jagg interleaved) at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two
+gloo ranks for lean_reweight's single all-reduce and for digenrl (1 generator + 1 trainer).
+Compute-bound: an SD3-shaped model with 256 image tokens (``trainer/models/sized_sd3.py``), where a
+batch of four costs at least 0.9 x four batches of one, so lean_reweight's per-sample rollouts are
+priced as on a GPU. Each table's heading gives the measured ratio. K = T is impossible: the
+near-clean last step is never trained (the spec refuses K >= T), so K = 9 is the full trajectory.
+Writes executors.md (the tables) and executors.json (every report).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -21,12 +26,17 @@ RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO))
 
 from trainer.bench import markdown  # noqa: E402
+from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
 
 SINGLE = "native,lean_retain,lean_reweight,jagg"
+COMPUTE_BOUND = SD3Size(hidden=384, blocks=1, latent_size=32)  # 256 image tokens
+SIZED = "sized"  # model.path placeholder: the compute-bound model's folder
 
 
-def spec(finetune: str, trained: int, devices: int = 1, executor: dict[str, Any] | None = None) -> dict[str, Any]:
-    model: dict[str, Any] = {"family": "sd3", "path": "builtin:tiny", "finetune": finetune}
+def spec(
+    finetune: str, trained: int, devices: int = 1, executor: dict[str, Any] | None = None, path: str = "builtin:tiny"
+) -> dict[str, Any]:
+    model: dict[str, Any] = {"family": "sd3", "path": path, "finetune": finetune}
     return {
         "name": f"bench-{finetune}-k{trained}-r{devices}",
         "model": model,
@@ -47,60 +57,76 @@ def spec(finetune: str, trained: int, devices: int = 1, executor: dict[str, Any]
     }
 
 
-RUNS: list[tuple[dict[str, Any], str]] = [
-    (spec("full", 9), SINGLE),
-    (spec("lora", 9), SINGLE),
-    (spec("full", 4), SINGLE),
-    (spec("lora", 4), SINGLE),
-    (spec("full", 4, devices=2), "native,lean_reweight"),
-    (spec("full", 4, devices=2, executor={"name": "digenrl", "timestep_batch": 4}), "native,digenrl"),
-]
+REGIMES: dict[str, tuple[str, list[tuple[dict[str, Any], str]]]] = {
+    "overhead": (
+        "Overhead-bound: the built-in tiny SD3 model",
+        [
+            (spec("full", 9), SINGLE),
+            (spec("lora", 9), SINGLE),
+            (spec("full", 4), SINGLE),
+            (spec("lora", 4), SINGLE),
+            (spec("full", 4, devices=2), "native,lean_reweight"),
+            (spec("full", 4, devices=2, executor={"name": "digenrl", "timestep_batch": 4}), "native,digenrl"),
+        ],
+    ),
+    "compute": (
+        f"Compute-bound: SD3-shaped, hidden {COMPUTE_BOUND.hidden}, {COMPUTE_BOUND.blocks} blocks, "
+        f"{COMPUTE_BOUND.image_tokens} image tokens, random weights",
+        [(spec("full", 4, path=SIZED), SINGLE)],
+    ),
+}
+
+
+def bench(folder: Path, index: int, job: dict[str, Any], executors: str) -> dict[str, Any]:
+    path, out = folder / f"{index}.json", folder / f"{index}.out.json"
+    path.write_text(json.dumps(job))
+    devices = job["resources"]["devices"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
+    command = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer", "bench", "--spec", str(path)]
+    print(f"bench {job['name']}: {executors}", flush=True)
+    options = ["--executors", executors, "--rounds", "4", "--json", str(out)]
+    subprocess.run([*command, *options], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def section(title: str, reports: list[dict[str, Any]]) -> str:
+    """One regime's table, its heading carrying the measured batching ratio, and per-configuration notes."""
+    ratios = ", ".join(f"{r['batching']:.2f}" for r in reports if r["world_size"] == 1)
+    rows = reports[0]["samples"] // reports[0]["world_size"]
+    notes = "\n".join(
+        f"- {r['finetune']} T={r['T']} K={r['K']} R={r['world_size']}: batch of {rows} = {r['batching']:.2f} x "
+        f"{rows} batches of 1, b = {r['b_measured']:.2f}, ideal Lean speedup (T+(1+b)K)/(T+bK) = "
+        f"{r['ideal_lean_speedup']:.2f}x, t_fix = {r['fixed_seconds']:.3f} s"
+        for r in reports
+    )
+    heading = f"## {title}\n\nA forward of a batch of {rows} costs {ratios} x {rows} forwards of one sample.\n\n"
+    return heading + markdown(reports) + "\n\n" + notes + "\n"
 
 
 def main() -> int:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    reports = []
-    with tempfile.TemporaryDirectory() as folder:
-        for index, (job, executors) in enumerate(RUNS):
-            path, out = Path(folder) / f"{index}.json", Path(folder) / f"{index}.out.json"
-            path.write_text(json.dumps(job))
-            devices = job["resources"]["devices"]
-            launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
-            command = [
-                *(launcher if devices > 1 else [sys.executable]),
-                "-m",
-                "trainer",
-                "bench",
-                "--spec",
-                str(path),
-                "--executors",
-                executors,
-                "--rounds",
-                "4",
-                "--json",
-                str(out),
-            ]
-            print(f"bench {job['name']}: {executors}", flush=True)
-            subprocess.run(command, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-            reports.append(json.loads(out.read_text()))
-    table = markdown(reports)
-    notes = "\n".join(
-        f"- {r['finetune']} T={r['T']} K={r['K']} R={r['world_size']}: b = {r['b_measured']:.2f}, "
-        f"ideal Lean speedup (T+(1+b)K)/(T+bK) = {r['ideal_lean_speedup']:.2f}x, t_fix = {r['fixed_seconds']:.3f} s"
-        for r in reports
-    )
-    (RESULTS / "executors.md").write_text(
-        "# Executor benchmark (make bench)\n\n"
-        + table
-        + "\n\n"
-        + notes
-        + "\n\nPeak memory: "
-        + reports[0]["memory_method"]
-        + ".\n"
-    )
-    (RESULTS / "executors.json").write_text(json.dumps(reports, indent=2))
-    print(table)
-    print(notes)
+    parser = argparse.ArgumentParser(prog="bench/executors.py")
+    parser.add_argument("--regime", choices=sorted(REGIMES), help="run one regime and print it (results untouched)")
+    regimes = [parser.parse_args().regime] if parser.parse_args().regime else list(REGIMES)
+    sections, reports = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        sized = str(build_sized_sd3(folder / "sized", COMPUTE_BOUND)) if "compute" in regimes else SIZED
+        for regime in regimes:
+            title, runs = REGIMES[regime]
+            found = []
+            for job, executors in runs:
+                if job["model"]["path"] == SIZED:
+                    job = {**job, "model": {**job["model"], "path": sized}}
+                found.append(bench(folder, len(reports) + len(found), job, executors))
+            sections.append(section(title, found))
+            reports.extend(found)
+    text = "# Executor benchmark (make bench)\n\n" + "\n".join(sections)
+    text += f"\nPeak memory: {reports[0]['memory_method']}.\n"
+    if len(regimes) == len(REGIMES):
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "executors.md").write_text(text)
+        (RESULTS / "executors.json").write_text(json.dumps(reports, indent=2))
+    print(text)
     return 0
 
 

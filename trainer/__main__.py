@@ -68,6 +68,13 @@ def bench_command(spec: Path, executors: list[str], rounds: int, warmup: int, ou
     import json
     import os
 
+    # The peak-memory step runs under torch.profiler. Its kineto library logs a "USDT: ... profiler_start" and
+    # a "profiler_stop" line to stderr per profile, at a severity (5) above ERROR: only level 6 keeps them off
+    # the table. c10's CPU allocator warns once that a block freed during the profile was allocated before it
+    # (the profile cannot see that free): expected for a training step. Both levels are read once, when torch
+    # loads, which it has not yet here.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     from trainer.bench import bench, markdown
 
     report = bench(spec, [name.strip() for name in executors if name.strip()], rounds, warmup)

@@ -264,6 +264,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
         "unit_costs": {str(k): v for k, v in costs.items()},
         "fixed_seconds": fixed,
         "b_measured": b,
+        "batching": costs[rows]["F"] / (rows * costs[1]["F"]),  # a batch of `rows` against `rows` batches of 1
         "ideal_lean_speedup": ideal,
         "memory_method": "torch profiler allocation records (profile_memory), peak live bytes above step start",
         "executors": summary,

@@ -140,14 +140,16 @@ def build_tiny(directory: Path, family: str = "sd3") -> None:
     (directory / "model_index.json").write_text(json.dumps(index, indent=2))
 
 
-def build_tiny_sd3(directory: Path, words: list[str]) -> None:
-    """StableDiffusion3Pipeline's layout: the transformer, the VAE, and three text encoders with tokenizers."""
+def build_tiny_sd3(directory: Path, words: list[str], transformer: dict | None = None) -> None:
+    """StableDiffusion3Pipeline's layout: the transformer (``TRANSFORMER_CONFIG`` unless given), the VAE for
+    its latent size, and three text encoders with tokenizers."""
     from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
 
-    SD3Transformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    config = transformer or TRANSFORMER_CONFIG
+    SD3Transformer2DModel(**config).save_pretrained(directory / "transformer")
     FlowMatchEulerDiscreteScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
-    build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
+    build_colour_vae(config["sample_size"]).save_pretrained(directory / "vae")
     tokenizer = word_tokenizer(words, MAX_TOKENS)
     for suffix, hidden in (("", CLIP_L_HIDDEN), ("_2", CLIP_G_HIDDEN)):
         clip = CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config(hidden)))

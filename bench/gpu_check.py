@@ -1,0 +1,168 @@
+"""``make gpu-check``: every executor on an SD3-shaped model large enough to saturate a GPU.
+
+The model is SD3-Medium's width (hidden 1536, heads of 64) at half its depth (12 blocks) and
+1024 image tokens (a 64 x 64 latent, 512 px), random weights, built from a config with the real
+``SD3Transformer2DModel`` class, written with ``save_pretrained`` and loaded through
+``from_pretrained`` (``trainer/models/sized_sd3.py``). On CUDA, in bf16, full fine-tuning:
+
+1. one rank: native, lean_retain, lean_reweight and jagg interleaved (``python -m trainer bench``),
+   then their gradient audit (``python -m trainer audit``, fp32 and deterministic kernels, as the
+   audit's bounds are fp32 bounds);
+2. with 2+ GPUs, two ranks under FSDP (``model.sharding: fsdp``): every executor the spec accepts
+   there, and digenrl (one generator, one trainer).
+
+It prints the bench tables and the audit JSON and, on CUDA, writes them to bench/results/gpu.md.
+``--small`` runs the same on the CPU at a reduced size in seconds: the suite's check that this
+command keeps working (tests/executors/test_gpu_check.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+sys.path.insert(0, str(REPO))
+
+from trainer.bench import markdown  # noqa: E402
+from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
+from trainer.spec import parse_spec  # noqa: E402
+
+SATURATING = SD3Size(hidden=1536, blocks=12, latent_size=64)
+SMALL = SD3Size(hidden=64, blocks=1, latent_size=8)
+ONE_RANK = ["native", "lean_retain", "lean_reweight", "jagg"]
+
+
+def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: Any) -> dict[str, Any]:
+    return {
+        "name": f"gpu-check-r{ranks}",
+        "model": {"family": "sd3", "path": str(model), "finetune": "full", "dtype": "bfloat16", **model_fields},
+        "algorithm": {
+            "name": "flow_grpo",
+            "sampling_steps": 5 if small else 10,
+            "train_timesteps": 4,
+            "group_size": 2 if small else 4,
+            "prompts_per_step": ranks,
+            "total_steps": 10,
+            "global_std": False,
+        },
+        "executor": {"name": "native"},
+        "reward": [{"name": "prompt_color_match"}],
+        "resources": {"devices": ranks, "device_type": device},
+        "samples": {"count": 0},
+        "checkpoint": {"every": 0},
+    }
+
+
+def trainer_command(ranks: int, *args: str) -> list[str]:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
+    return [*(launcher if ranks > 1 else [sys.executable]), "-m", "trainer", *args]
+
+
+def launch(command: list[str], label: str) -> subprocess.CompletedProcess[str] | str:
+    """The finished process, or why it failed: one configuration's failure is reported with the others'
+    results instead of losing them (a GPU's time is scarce)."""
+    print(label, flush=True)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if result.returncode not in (0, 1):  # the audit exits 1 when a verdict fails: a result, not a crash
+        sys.stderr.write(result.stderr[-4000:])
+        return f"{label} failed (exit {result.returncode}): {result.stderr.strip().splitlines()[-1:]}"
+    return result
+
+
+def bench(folder: Path, spec: dict[str, Any], executors: list[str], rounds: int) -> dict[str, Any] | str:
+    path, out = folder / f"{spec['name']}.json", folder / f"{spec['name']}.bench.json"
+    path.write_text(json.dumps(spec))
+    command = trainer_command(spec["resources"]["devices"], "bench", "--spec", str(path), "--json", str(out))
+    result = launch([*command, "--executors", ",".join(executors), "--rounds", str(rounds)], f"bench {spec['name']}")
+    return result if isinstance(result, str) else json.loads(out.read_text())
+
+
+def audit(folder: Path, spec: dict[str, Any], executors: list[str]) -> dict[str, Any] | str:
+    """The audit JSON (fp32, the audit's own conditions)."""
+    spec = {**spec, "name": f"{spec['name']}-audit", "model": {**spec["model"], "dtype": "float32"}}
+    path = folder / f"{spec['name']}.json"
+    path.write_text(json.dumps(spec))
+    command = trainer_command(spec["resources"]["devices"], "audit", "--spec", str(path))
+    result = launch([*command, "--executors", ",".join(executors)], f"audit {spec['name']}")
+    return result if isinstance(result, str) else json.loads(result.stdout[result.stdout.index("{") :])
+
+
+def accepted(spec: dict[str, Any], name: str) -> bool:
+    """Whether the spec validates with this executor (FSDP takes only some)."""
+    try:
+        parse_spec({**spec, "executor": {"name": name}})
+    except ValueError:
+        return False
+    return True
+
+
+def run(small: bool) -> tuple[str, bool]:
+    """The report, and whether every configuration ran."""
+    import torch
+
+    device = "cpu" if small else "cuda"
+    if not small and not torch.cuda.is_available():
+        raise SystemExit("gpu-check needs CUDA; --small runs it on the CPU at a reduced size")
+    gpus = torch.cuda.device_count() if device == "cuda" else 0
+    size, rounds = (SMALL, 1) if small else (SATURATING, 3)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        model = build_sized_sd3(folder / "model", size)
+        single = job(model, device, small)
+        reports = [bench(folder, single, ONE_RANK, rounds)]
+        audits = {"1 rank": audit(folder, single, ONE_RANK)}
+        if gpus >= 2:
+            fsdp = job(model, device, small, ranks=2, sharding="fsdp")
+            sharded = [n for n in ONE_RANK if accepted(fsdp, n)]
+            reports.append(bench(folder, fsdp, sharded, rounds))
+            audits["2 ranks, FSDP"] = audit(folder, fsdp, sharded)
+            reports.append(bench(folder, job(model, device, small, ranks=2), ["native", "digenrl"], rounds))
+    ran = all(isinstance(r, dict) for r in [*reports, *audits.values()])
+    return text(reports, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
+
+
+def text(reports: list[dict[str, Any] | str], audits: dict[str, Any], size: SD3Size, device: str) -> str:
+    done = [r for r in reports if isinstance(r, dict)]
+    failed = "".join(f"- {r}\n" for r in reports if isinstance(r, str))
+    batching = "".join(
+        f"A forward of a batch of {r['samples'] // r['world_size']} costs {r['batching']:.2f} x that many forwards "
+        f"of one sample ({r['world_size']} rank(s)).\n"
+        for r in done[:1]
+    )
+    audit_text = "\n\n".join(f"{label}:\n\n```json\n{json.dumps(a, indent=2)}\n```" for label, a in audits.items())
+    return (
+        f"# GPU check (make gpu-check)\n\nDevice: {device}. Model: SD3-shaped, hidden {size.hidden}, "
+        f"{size.blocks} blocks, {size.image_tokens} image tokens, random weights, bf16, full fine-tuning.\n"
+        + batching
+        + "\n"
+        + markdown(done)
+        + ("\n\nFailed:\n\n" + failed if failed else "")
+        + "\n\n## Gradient audit (fp32, deterministic kernels)\n\n"
+        + audit_text
+        + "\n"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench/gpu_check.py")
+    parser.add_argument("--small", action="store_true", help="the CPU at a reduced size (the suite's check)")
+    parser.add_argument("--output", type=Path, help="write the report here (default on CUDA: bench/results/gpu.md)")
+    args = parser.parse_args()
+    report, ran = run(args.small)
+    output = args.output or (None if args.small else RESULTS / "gpu.md")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(report)
+    print(report)
+    return 0 if ran else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

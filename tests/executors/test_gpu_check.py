@@ -1,0 +1,42 @@
+"""``make gpu-check`` (bench/gpu_check.py) runs, at a reduced size on the CPU, so it cannot rot unseen."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg")
+
+
+@pytest.fixture(scope="module")
+def small_gpu_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(the report it writes, everything it printed) of one run with --small."""
+    folder = tmp_path_factory.mktemp("gpu-check")
+    env = {**os.environ, "SFUMATO_HOME": str(folder), "OMP_NUM_THREADS": "1"}
+    output = folder / "gpu.md"
+    result = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--small", "--output", str(output)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output.read_text(), result.stdout + result.stderr
+
+
+def test_the_small_gpu_check_benches_and_audits_every_one_rank_executor(small_gpu_check: tuple[str, str]) -> None:
+    report, _ = small_gpu_check
+    for name in EXECUTORS:
+        assert re.search(rf"^\| full T=5 K=4 R=1 \| {name} \|", report, re.MULTILINE), name
+    audit = json.loads(report[report.index("```json") + len("```json") : report.rindex("```")])
+    assert set(audit["executors"]) >= set(EXECUTORS) - {"native"}
+
+
+def test_the_benchmark_prints_no_profiler_lines(small_gpu_check: tuple[str, str]) -> None:
+    _, printed = small_gpu_check
+    assert "USDT:" not in printed and "STAGE:" not in printed and "CPUAllocator" not in printed
