@@ -630,7 +630,7 @@ def reporting_child(out: Path, steps: int) -> None:
     family = load_family(spec.model, dist.device)
     algorithm = make_algorithm(spec.algorithm, family.sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift), 0)
     job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
-    executor = make_executor(spec.executor.name, job)
+    executor = make_executor(spec.executor, job)
     pool = load_prompts(spec.prompts.source)
     output_dir = home / "reporting-run"
     output_dir.mkdir(exist_ok=True)

@@ -47,6 +47,7 @@ from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from sfumato.app import create_app
+from trainer.spec import EXECUTORS as SPEC_EXECUTORS
 from web.pages.job_detail import CHARTS
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -78,7 +79,7 @@ BIG_KEYS = [
 ]
 SMALL_STEPS = 300
 GALLERY_STEPS, GALLERY_PROMPTS, GALLERY_SEEDS = 100, 10, 2  # 2,000 images
-EXECUTORS = ["native", "lean_retain", "lean_reweight", "jagg"]
+EXECUTORS = [name for name in SPEC_EXECUTORS if name != "digenrl"]  # digenrl needs two devices
 MAX_POINTS = 1000  # about a chart's pixel width; what charts.js asks for
 
 

@@ -20,10 +20,11 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from pydantic import ValidationError
 
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed, init_distributed
-from trainer.executors.registry import EXECUTOR_CLASSES
+from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import GradientHook, Replay, Scores, TrainingJob
 from trainer.layout import layout_error, step_batch
 from trainer.models.loading import load_family
@@ -31,7 +32,16 @@ from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory
 from trainer.run import load_spec, quiet_libraries
-from trainer.spec import JobSpec, SpecError, parse_spec
+from trainer.spec import (
+    DigenrlOptions,
+    ExecutorOptions,
+    JaggOptions,
+    JobSpec,
+    SpecError,
+    default_options,
+    spec_errors,
+    with_executor,
+)
 
 # Relative L2 each exact executor must stay within (§6.1 table; digenrl with staleness forced to 0);
 # others are reported only.
@@ -57,14 +67,19 @@ def deterministic() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
-def spec_for(spec: JobSpec, name: str) -> JobSpec:
-    """The audited spec with its executor section swapped (options kept for the spec's own executor)."""
-    data = spec.model_dump()
-    if name != spec.executor.name:
-        data["executor"] = {"name": name}
-    if name == "digenrl":
-        data["executor"]["max_staleness"] = 0  # on-policy: the audit compares exact gradients
-    return parse_spec(data)
+def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
+    """The options ``name`` runs with on ``spec``: the spec's own for its executor, the defaults for
+    another; digenrl on-policy (the audit compares exact gradients). Refused, naming the field, where
+    that executor cannot run the spec; the spec itself is never changed."""
+    options = spec.executor if name == spec.executor.name else default_options(name)
+    if isinstance(options, DigenrlOptions):
+        options = options.model_copy(update={"max_staleness": 0})
+    try:
+        with_executor(spec, options)
+    except ValidationError as exc:
+        (first, *_) = spec_errors(exc)
+        raise SpecError(first["field"], f"{name}: {first['message']}") from exc
+    return options
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -94,10 +109,10 @@ def compare(candidate: Capture, reference: Capture, names: list[str]) -> dict[st
     }
 
 
-def verdict(name: str, spec: JobSpec, result: dict[str, Any]) -> str:
+def verdict(name: str, options: ExecutorOptions, result: dict[str, Any]) -> str:
     if name in THRESHOLDS:
         return "pass" if result["rel_l2"] <= THRESHOLDS[name] else "fail"
-    warn = spec.executor.cosine_warn if spec.executor.name == name else None
+    warn = options.cosine_warn if isinstance(options, JaggOptions) else None
     if warn is not None and result["cosine"] < warn:
         return "warn"
     return "report"
@@ -109,7 +124,7 @@ class AuditSession:
 
     def __init__(self, spec: JobSpec, names: list[str]) -> None:
         self.spec = spec
-        self.specs = {name: spec_for(spec, name) for name in names}
+        self.options = {name: options_for(spec, name) for name in names}
         quiet_libraries()
         deterministic()
         self.dist = init_distributed(spec.resources.device_type)
@@ -148,10 +163,9 @@ class AuditSession:
             if event == "clip" and not captured:
                 captured.append([g.detach().clone() for g in grads])
 
-        job.spec = self.specs[name]
         installed = [keep, *hooks]
         job.gradient_hooks.extend(installed)
-        executor = EXECUTOR_CLASSES[name](job)
+        executor = make_executor(self.options[name], job)
         job.replay = self.whole if executor.replays_whole_batch else self.mine
         try:
             executor.train_step(self.batch)
@@ -199,7 +213,7 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     for name in names[1:]:
         result = compare(captures[name], captures["native"], session.names)
         result.update(captures[name].extra)
-        result["verdict"] = verdict(name, session.specs[name], result)
+        result["verdict"] = verdict(name, session.options[name], result)
         report["executors"][name] = result
     session.dist.barrier()
     session.dist.close()

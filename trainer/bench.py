@@ -8,19 +8,10 @@ measured/bound. Speed is reported, never asserted.
 
 Unit costs are medians over repeated step forwards of the tiny model at each batch shape an
 executor uses: F (forward without grad), F_g (forward with grad) and B (backward of one step's
-loss); t_fix is the measured reward phase plus one optimizer step. Predicted step times:
-
-- native          T·F(B) + K·(F_g(B) + B(B)) + t_fix
-- lean_retain     (T−K)·F(B) + K·(F_g(B) + B(B)) + t_fix
-- lean_reweight   n·[(T−K)·F(1) + K·(F_g(1) + B(1))] + t_fix   (one sample per forward)
-- jagg            T·F(B) + n_J·[2F_g(B) + (W−2)F(B) + 2B(B)] + (K − n_J·W)(F_g(B) + B(B)) + t_fix
-- digenrl         max(g, h) + min(g, h)/P + t_sync, g = groups·T·F(G) + reward, h = units·⌈K/tsb⌉·(F_g + B)(tsb)
-
-where n is the rank's sample count, B = n rows, G the group size, P the prompt groups a generator
-rolls out a step: the pipeline's stages, since a trainer starts on a group only once all of it has
-arrived (its advantages need every reward of the group); digenrl's t_sync is its gradient all-reduce
-plus the weight push to the generators.
-Multi-rank rows add the executor's measured sync time. Every rank runs one CPU thread.
+loss); t_fix is the measured reward phase plus one optimizer step. The predicted step time is the
+cost model's (trainer/cost_model.py, one formula per executor) at these unit costs plus t_fix, plus
+the executor's measured sync time (digenrl's: its gradient all-reduce and the weight push).
+Every rank runs one CPU thread.
 Peak memory is the largest live-tensor total above the step's start, from the torch
 profiler's allocation records (profile_memory), over one extra untimed step per executor;
 the maximum over ranks.
@@ -28,7 +19,6 @@ the maximum over ranks.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from pathlib import Path
@@ -39,11 +29,11 @@ import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
 from trainer.algorithms.registry import make_algorithm
-from trainer.audit import spec_for
+from trainer.audit import options_for
+from trainer.cost_model import UnitCosts, step_cost
 from trainer.distributed import init_distributed
 from trainer.executors.base import Executor
-from trainer.executors.jagg import routed_groups
-from trainer.executors.registry import EXECUTOR_CLASSES
+from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
 from trainer.layout import layout_error, step_batch
 from trainer.loss import clipped_policy_loss
@@ -52,7 +42,7 @@ from trainer.prompts import load_prompts
 from trainer.rewards.registry import WeightedReward
 from trainer.run import load_spec, quiet_libraries
 from trainer.sampling.sde_step import sde_step
-from trainer.spec import JobSpec, SpecError
+from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
 
 PHASES = ("rollout", "reward", "train", "sync")
 REPEATS = 7
@@ -115,35 +105,15 @@ def optimizer_seconds(job: TrainingJob) -> float:
 
 
 def predicted_seconds(
-    name: str, spec: JobSpec, costs: dict[int, dict[str, float]], fixed: float, sync: float, rows: int, world: int
+    spec: JobSpec, options: ExecutorOptions, costs: dict[int, dict[str, float]], fixed: float, sync: float, rows: int
 ) -> float:
-    algo = spec.algorithm
-    steps, trained = algo.sampling_steps, algo.train_timesteps or algo.sampling_steps - 1
-    batch = costs[rows]
-    exact = batch["F_g"] + batch["B"]
-    if name == "native":
-        return steps * batch["F"] + trained * exact + fixed + sync
-    if name == "lean_retain":
-        return (steps - trained) * batch["F"] + trained * exact + fixed + sync
-    if name == "lean_reweight":
-        one = costs[1]
-        return rows * ((steps - trained) * one["F"] + trained * (one["F_g"] + one["B"])) + fixed + sync
-    if name == "jagg":
-        width = spec.executor.group_width or 4
-        fraction = 0.6 if spec.executor.jagg_frac is None else spec.executor.jagg_frac
-        routed = routed_groups(trained, width, fraction)
-        joint = 2 * batch["F_g"] + (width - 2) * batch["F"] + 2 * batch["B"]
-        return steps * batch["F"] + routed * joint + (trained - routed * width) * exact + fixed + sync
-    if name == "digenrl":
-        generators = spec.executor.rollout_devices or 1
-        trainers = world - generators
-        groups, units = algo.prompts_per_step, algo.prompts_per_step * algo.group_size
-        tsb = min(spec.executor.timestep_batch or trained, trained)
-        g = math.ceil(groups / generators) * steps * costs[algo.group_size]["F"] + fixed
-        h = math.ceil(units / trainers) * math.ceil(trained / tsb) * (costs[tsb]["F_g"] + costs[tsb]["B"])
-        stages = math.ceil(groups / generators)
-        return max(g, h) + min(g, h) / stages + sync
-    raise ValueError(name)
+    """The cost model's step time (trainer/cost_model.py) from this run's measured unit costs, plus the
+    executor's measured sync time."""
+
+    def measured(count: int) -> UnitCosts:
+        return UnitCosts(costs[count]["F"], costs[count]["F_g"], costs[count]["B"])
+
+    return step_cost(spec, options, measured, rows, fixed) + sync
 
 
 def peak_step_bytes(action: Any) -> int:
@@ -169,7 +139,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     from trainer.spec import parse_spec
 
     spec = parse_spec(data)
-    specs = {name: spec_for(spec, name) for name in names}
+    options = {name: options_for(spec, name) for name in names}
     quiet_libraries()
     distributed = init_distributed(spec.resources.device_type)
     torch.set_num_threads(1)  # like torchrun's ranks: a tiny model gains nothing from threads, and drifts less
@@ -187,14 +157,12 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     pool = load_prompts(spec.prompts.source)
     executors: dict[str, Executor] = {}
     for name in names:
-        job.spec = specs[name]
-        executors[name] = EXECUTOR_CLASSES[name](job)
+        executors[name] = make_executor(options[name], job)
     counters = dict.fromkeys(names, 0)
     records: dict[str, list[dict[str, float]]] = {name: [] for name in names}
 
     def one_step(name: str) -> dict[str, float]:
         counters[name] += 1
-        job.spec = specs[name]
         batch = step_batch(
             pool,
             counters[name],
@@ -220,10 +188,10 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
 
     rows = algo.prompts_per_step * algo.group_size // distributed.world_size
     trained = algo.train_timesteps or algo.sampling_steps - 1
-    shapes = {rows, 1, algo.group_size, min(spec.executor.timestep_batch or trained, trained)}
-    if "digenrl" in names:
-        shapes.add(min(specs["digenrl"].executor.timestep_batch or trained, trained))
-    job.spec = spec
+    shapes = {rows, 1, algo.group_size}
+    for chosen in options.values():
+        if isinstance(chosen, DigenrlOptions):
+            shapes.add(min(chosen.timestep_batch or trained, trained))
     costs = unit_costs(job, sorted(shapes))
     fixed_reward = statistics.median(m["time/reward"] for m in records["native"])
     fixed = fixed_reward + optimizer_seconds(job)
@@ -239,7 +207,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
             **mean,
             "samples_per_s": samples / wall,
             "peak_bytes": peaks[name],
-            "predicted_seconds": predicted_seconds(name, specs[name], costs, fixed, sync, rows, distributed.world_size),
+            "predicted_seconds": predicted_seconds(spec, options[name], costs, fixed, sync, rows),
             "executor_metrics": {
                 k: statistics.mean(m[k] for m in records[name]) for k in records[name][0] if k.startswith("executor/")
             },

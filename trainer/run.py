@@ -74,7 +74,7 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
     sharding = choose_sharding(spec, dist.world_size)
     job = TrainingJob(spec, dist, family, algorithm, reward, sharding)
-    executor = make_executor(spec.executor.name, job)
+    executor = make_executor(spec.executor, job)
     pool = load_prompts(spec.prompts.source)
     total = spec.algorithm.total_steps
 

@@ -6,6 +6,7 @@ import pytest
 
 from tests.trainer.conftest import tiny_spec
 from trainer.bench import predicted_seconds
+from trainer.cost_model import analytical_cost
 from trainer.spec import parse_spec
 
 # One forward without grad, one with, one backward, at 4 rows (the group, and the replay batch).
@@ -26,7 +27,7 @@ def digenrl_seconds(prompts: int, sync: float = 0.0) -> float:
             resources={"devices": 2},
         )
     )
-    return predicted_seconds("digenrl", spec, COSTS, fixed=0.0, sync=sync, rows=4, world=2)
+    return predicted_seconds(spec, spec.executor, COSTS, fixed=0.0, sync=sync, rows=4)
 
 
 def test_the_slower_pool_runs_whole_and_the_faster_one_adds_one_group_of_fill() -> None:
@@ -37,3 +38,18 @@ def test_the_slower_pool_runs_whole_and_the_faster_one_adds_one_group_of_fill() 
 def test_more_groups_make_a_shorter_fill_and_the_weight_sync_adds_in_full() -> None:
     # g = 4 x 10 = 40, h = 16 x 5 = 80: fill is one group of the generator's four, plus the sync.
     assert digenrl_seconds(prompts=4, sync=3.0) == pytest.approx(80.0 + 40.0 / 4 + 3.0)
+
+
+@pytest.mark.parametrize("executor", ["native", "lean_retain", "lean_reweight", "jagg"])
+@pytest.mark.parametrize("algorithm", [{"inner_epochs": 1}, {"kl_beta": 0.04}])
+def test_the_bench_prediction_in_forward_units_is_the_spec_s_analytical_cost(
+    executor: str, algorithm: dict[str, object]
+) -> None:
+    """One cost model: at F = F_g = 1 and B = b per row, the bench's step time over n rows is n times the
+    analytical cost per sample that the spec's bound and the compare page show."""
+    options = {"name": executor, **({"kl": "extra_vjp"} if executor == "lean_reweight" else {})}
+    spec = parse_spec(tiny_spec(algorithm={"sampling_steps": 16, "train_timesteps": 8, **algorithm}, executor=options))
+    b = 1.0  # LoRA
+    forwards = {rows: {"F": float(rows), "F_g": float(rows), "B": b * rows} for rows in (1, 8)}
+    predicted = predicted_seconds(spec, spec.executor, forwards, fixed=0.0, sync=0.0, rows=8)
+    assert predicted == pytest.approx(8 * analytical_cost(spec))  # type: ignore[operator]

@@ -35,7 +35,7 @@ def session(sfumato_home: Path, tiny_model_dir: Path) -> AuditSession:
 
 @pytest.mark.parametrize("regime", ["per_sample", "affine"])
 def test_sync_and_clip_only_see_the_corrected_gradient(session: AuditSession, regime: str) -> None:
-    session.specs["lean_reweight"] = reweight_spec(regime)
+    session.options["lean_reweight"] = reweight_spec(regime).executor
     native: dict[str, torch.Tensor] = {}
 
     def record(event: str, grads: list[torch.Tensor]) -> None:
@@ -56,7 +56,7 @@ def test_sync_and_clip_only_see_the_corrected_gradient(session: AuditSession, re
 
 
 def test_the_run_time_order_check_refuses_pending_provisional_gradients(session: AuditSession) -> None:
-    executor = LeanReweightExecutor(session.job)
+    executor = LeanReweightExecutor(session.job, session.options["lean_reweight"])
     executor.pending = 1  # a sample whose P_q has not been scaled by its advantage yet
     try:
         with pytest.raises(RuntimeError, match="uncorrected provisional"):

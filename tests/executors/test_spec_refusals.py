@@ -9,7 +9,15 @@ import pytest
 from pydantic import ValidationError
 
 from tests.trainer.conftest import tiny_spec
-from trainer.spec import parse_spec, retained_graph_bound, spec_errors
+from trainer.spec import (
+    EXECUTORS,
+    OPTION_MODELS,
+    JaggOptions,
+    LeanReweightOptions,
+    parse_spec,
+    retained_graph_bound,
+    spec_errors,
+)
 
 
 def refused_field(**sections: Any) -> str:
@@ -52,3 +60,47 @@ def test_memory_guard_accepts_a_declared_fallback_and_counts_local_graphs() -> N
     guarded = {"name": "lean_retain", "max_retained_graphs": 8, "on_memory_guard": "native"}
     spec = parse_spec(tiny_spec(executor=guarded))
     assert retained_graph_bound(spec) == 8 * 7  # 2 prompts x 4 samples, K = T - 1 = 7
+
+
+def test_an_option_of_another_executor_is_refused_naming_the_field_and_both_executors() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_spec(tiny_spec(executor={"name": "lean_retain", "group_width": 4}))
+    (error,) = spec_errors(caught.value)
+    assert error["field"] == "executor.group_width"
+    assert "'lean_retain'" in error["message"] and "jagg" in error["message"]
+
+
+def test_an_out_of_range_option_is_named_without_the_executor_tag() -> None:
+    assert refused_field(executor={"name": "jagg", "jagg_frac": 1.5}) == "executor.jagg_frac"
+
+
+def test_an_unknown_executor_is_refused_listing_every_executor() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_spec(tiny_spec(executor={"name": "warp"}))
+    (error,) = spec_errors(caught.value)
+    assert error["field"] == "executor.name"
+    assert all(name in error["message"] for name in EXECUTORS)
+
+
+def test_each_option_has_its_default_when_only_the_executor_is_named() -> None:
+    spec = parse_spec(tiny_spec(executor={"name": "jagg"}))
+    assert isinstance(spec.executor, JaggOptions)
+    assert (spec.executor.group_width, spec.executor.jagg_frac) == (4, 0.6)
+
+
+def test_a_spec_stored_with_every_executor_option_as_null_still_validates() -> None:
+    legacy = {
+        "name": "lean_reweight",
+        **dict.fromkeys(("max_retained_graphs", "on_memory_guard", "after_first_update", "on_adv_clip", "kl")),
+        **dict.fromkeys(("buffer_regime", "group_width", "jagg_frac", "cosine_warn", "probe_every")),
+        **dict.fromkeys(("rollout_devices", "max_staleness", "timestep_batch", "trainer_assisted")),
+    }
+    spec = parse_spec(tiny_spec(executor=legacy))
+    assert isinstance(spec.executor, LeanReweightOptions) and spec.executor.on_adv_clip == "fail"
+
+
+def test_the_trainer_registry_has_a_class_for_each_executor_the_spec_names() -> None:
+    from trainer.executors.registry import EXECUTOR_CLASSES
+
+    assert tuple(EXECUTOR_CLASSES) == EXECUTORS
+    assert all(cls.options_model is OPTION_MODELS[name] for name, cls in EXECUTOR_CLASSES.items())

@@ -15,13 +15,13 @@ The objective is fixed by the algorithm and the reward; the executor decides onl
    native) and when the optimizer steps (``job.optimizer_step``, which clips first).
 
 To add an executor: write ``trainer/executors/<name>.py`` with a subclass of :class:`Executor`
-whose ``name`` matches the spec, implement ``train_step``, list it in
-``trainer/executors/registry.py`` and remove the name from ``UNAVAILABLE_EXECUTORS`` in
-``trainer/spec.py``. Return every metric as a float in ``StepResult.metrics``: the shared
-keys (``loss``, ``kl``, ``clip_frac``, ``approx_kl``, ``ratio/mean``, ``grad_norm``,
-``time/rollout``, ``time/reward``, ``time/train``, ``time/sync``) plus any ``executor/*`` of its
-own. The gradient audit (executors.md §6.1) compares a new executor's gradient, captured after
-``synchronize_gradients`` and before ``optimizer_step``, with native's.
+whose ``options_model`` is its options model in ``trainer/spec/executor.py`` (which names it),
+implement ``train_step`` and list it in ``trainer/executors/registry.py``. Return every metric as
+a float in ``StepResult.metrics``: the shared keys (``loss``, ``kl``, ``clip_frac``, ``approx_kl``,
+``ratio/mean``, ``grad_norm``, ``time/rollout``, ``time/reward``, ``time/train``, ``time/sync``)
+plus any ``executor/*`` of its own. The gradient audit (``trainer/audit.py``) compares a new
+executor's gradient, captured after ``synchronize_gradients`` and before ``optimizer_step``, with
+native's.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from trainer.advantages import Advantages
 from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.rollout import Trajectory
+from trainer.spec import ExecutorOptions
 
 
 @dataclass
@@ -49,15 +50,23 @@ class StepResult:
 
 
 class Executor(ABC):
-    name: ClassVar[str]
+    options_model: ClassVar[type[ExecutorOptions]]
+    name: ClassVar[str]  # the options model's name
     # Which samples each rank holds (trainer/layout.py): the Lean executors need "shared".
     layout: ClassVar[str] = "sharded"
     # In the audit's replay mode (job.replay): whether the executor reads the whole step batch's replay
     # (digenrl's generators roll out every group) rather than its rank's own samples.
     replays_whole_batch: ClassVar[bool] = False
 
-    def __init__(self, job: TrainingJob) -> None:
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.name = cls.options_model.model_fields["name"].default
+
+    def __init__(self, job: TrainingJob, options: ExecutorOptions) -> None:
+        if not isinstance(options, self.options_model):
+            raise TypeError(f"{type(self).__name__} takes {self.options_model.__name__}, not {type(options).__name__}")
         self.job = job
+        self.options = options
 
     def training_rank(self) -> int | None:
         """When only some ranks train: the rank holding the synchronised gradient and the optimizer state,

@@ -45,6 +45,7 @@ from trainer.layout import SampleBatch, step_batch
 from trainer.models.base import Conditioning
 from trainer.prompts import load_prompts
 from trainer.rollout import Trajectory, rollout
+from trainer.spec import DigenrlOptions
 
 UNIT_TAG, WEIGHT_TAG = 11, 12
 STALE_FRACTION = 0.5
@@ -78,17 +79,18 @@ class Pending:
 
 
 class DigenrlExecutor(Executor):
-    name = "digenrl"
+    options_model = DigenrlOptions
+    options: DigenrlOptions
     replays_whole_batch = True
 
-    def __init__(self, job: TrainingJob) -> None:
-        super().__init__(job)
-        options, world = job.spec.executor, job.dist.world_size
-        self.generators = list(range(options.rollout_devices or 1))
+    def __init__(self, job: TrainingJob, options: DigenrlOptions) -> None:
+        super().__init__(job, options)
+        world = job.dist.world_size
+        self.generators = list(range(options.rollout_devices))
         self.trainers = list(range(len(self.generators), world))
         self.is_generator = job.dist.rank in self.generators
-        self.staleness = options.max_staleness or 0
-        self.trainer_assisted = bool(options.trainer_assisted)
+        self.staleness = options.max_staleness
+        self.trainer_assisted = options.trainer_assisted
         self.local = Distributed(0, 1, 0, job.dist.device)  # plans without collectives
         self.pool = load_prompts(job.spec.prompts.source)
         self.trainer_group = dist.new_group(self.trainers) if dist.is_initialized() else None
@@ -244,7 +246,7 @@ class DigenrlExecutor(Executor):
             spread = std if std is not None else float(members.std(unbiased=False)) + EPS
             advantages = ((members - members.mean()) / spread).clamp(-spec.adv_clip, spec.adv_clip).float()
             for unit, advantage in zip(groups[group], advantages, strict=True):
-                clipped = replay_unit(job, unit, float(advantage), plan, batch, total, report)
+                clipped = replay_unit(job, self.options, unit, float(advantage), plan, batch, total, report)
                 if unit.version < self.version:
                     stale.extend(clipped)
             clock["train"] += time.perf_counter() - began
@@ -290,7 +292,7 @@ class DigenrlExecutor(Executor):
                 "tag_units": sum(len(u) for u in tagged.values()),
                 "units": len(units),
                 "weight_bytes": weight_bytes,
-                "retained_graphs": min(job.spec.executor.timestep_batch or trained, trained),
+                "retained_graphs": min(self.options.timestep_batch or trained, trained),
             },
         )
         metrics["time/rollout"] = clock["rollout"]

@@ -16,7 +16,6 @@ native's, in native's order.
 
 from __future__ import annotations
 
-import math
 import time
 
 import torch
@@ -29,21 +28,16 @@ from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, flow_grpo_kl
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
-
-
-def routed_groups(trained: int, width: int, fraction: float) -> int:
-    """n_J: round half up, full groups only."""
-    return min(trained // width, math.floor(fraction * math.ceil(trained / width) + 0.5))
+from trainer.spec import JaggOptions
 
 
 class JaggExecutor(Executor):
-    name = "jagg"
+    options_model = JaggOptions
+    options: JaggOptions
 
-    def __init__(self, job: TrainingJob) -> None:
-        super().__init__(job)
-        options = job.spec.executor
-        self.width = options.group_width or 4
-        self.fraction = 0.6 if options.jagg_frac is None else options.jagg_frac
+    def __init__(self, job: TrainingJob, options: JaggOptions) -> None:
+        super().__init__(job, options)
+        self.width = options.group_width
         self.probe_every = options.probe_every
         self.cosine_warn = options.cosine_warn
         self.group_cosines: list[float] = []
@@ -60,7 +54,7 @@ class JaggExecutor(Executor):
         scored = time.perf_counter()
 
         trained = plan.trained.shape[1]
-        routed = routed_groups(trained, self.width, self.fraction)
+        routed = self.options.routed_groups(trained)
         order = plan if routed == 0 else StepPlan(plan.sde, plan.trained.sort(dim=1).values, plan.weights)
         # The audit, or a probe step: also form each routed group's exact gradient.
         probe = job.replay is not None or bool(self.probe_every and batch.step % self.probe_every == 0)

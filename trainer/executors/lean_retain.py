@@ -35,21 +35,22 @@ from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, flow_grpo_kl
 from trainer.rollout import Trajectory
-from trainer.spec import retained_graph_bound
+from trainer.spec import LeanRetainOptions, default_options, retained_graph_bound
 
 
 class LeanRetainExecutor(Executor):
-    name = "lean_retain"
+    options_model = LeanRetainOptions
+    options: LeanRetainOptions
     layout = "shared"
 
-    def __init__(self, job: TrainingJob) -> None:
-        super().__init__(job)
+    def __init__(self, job: TrainingJob, options: LeanRetainOptions) -> None:
+        super().__init__(job, options)
         self.fallback: Executor | None = None
-        limit = job.spec.executor.max_retained_graphs
+        limit = options.max_retained_graphs
         if limit is not None and retained_graph_bound(job.spec) > limit:
             from trainer.executors.registry import make_executor
 
-            self.fallback = make_executor(job.spec.executor.on_memory_guard or "native", job)
+            self.fallback = make_executor(default_options(options.on_memory_guard), job)
 
     def train_step(self, batch: SampleBatch) -> StepResult:
         if self.fallback is not None:

@@ -48,6 +48,7 @@ from trainer.layout import SampleBatch
 from trainer.loss import flow_grpo_kl
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory
+from trainer.spec import LeanReweightOptions
 
 REGIMES = {"per_rank": PerRankBuffer, "per_sample": PerSampleBuffers, "affine": AffineBuffers}
 
@@ -57,11 +58,12 @@ class AdvantageClipError(RuntimeError):
 
 
 class LeanReweightExecutor(Executor):
-    name = "lean_reweight"
+    options_model = LeanReweightOptions
+    options: LeanReweightOptions
     layout = "shared"
 
-    def __init__(self, job: TrainingJob) -> None:
-        super().__init__(job)
+    def __init__(self, job: TrainingJob, options: LeanReweightOptions) -> None:
+        super().__init__(job, options)
         self.pending = 0  # samples whose provisional gradient is not corrected yet
         job.gradient_hooks.append(self.check_order)
 
@@ -71,7 +73,7 @@ class LeanReweightExecutor(Executor):
             raise RuntimeError(f"lean_reweight: {event} saw {self.pending} uncorrected provisional gradient(s)")
 
     def regime(self, local: int) -> str:
-        chosen = self.job.spec.executor.buffer_regime or "auto"
+        chosen = self.options.buffer_regime
         if chosen != "auto":
             return chosen
         spec = self.job.spec.algorithm
@@ -167,7 +169,7 @@ class LeanReweightExecutor(Executor):
         for param, total in zip(job.parameters, accumulator or [], strict=True):
             param.grad = total
         if worst > spec.adv_clip:
-            policy = job.spec.executor.on_adv_clip or "fail"
+            policy = self.options.on_adv_clip
             if policy == "fail":
                 raise AdvantageClipError(
                     f"lean_reweight: |A| reached {worst:.3f} > adv_clip {spec.adv_clip}; the deferred correction "

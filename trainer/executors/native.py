@@ -16,10 +16,11 @@ from trainer.executors.base import Executor, StepResult
 from trainer.executors.recompute import recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.layout import SampleBatch
+from trainer.spec import NativeOptions
 
 
 class NativeExecutor(Executor):
-    name = "native"
+    options_model = NativeOptions
 
     def train_step(self, batch: SampleBatch) -> StepResult:
         job = self.job

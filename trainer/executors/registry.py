@@ -1,4 +1,4 @@
-"""Executor name → class."""
+"""Executor classes by name: each class is named by its options model (trainer/spec/executor.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from trainer.executors.lean_retain import LeanRetainExecutor
 from trainer.executors.lean_reweight import LeanReweightExecutor
 from trainer.executors.native import NativeExecutor
 from trainer.job import TrainingJob
+from trainer.spec import ExecutorOptions
 
 EXECUTOR_CLASSES: dict[str, type[Executor]] = {
-    "native": NativeExecutor,
-    "lean_retain": LeanRetainExecutor,
-    "lean_reweight": LeanReweightExecutor,
-    "jagg": JaggExecutor,
-    "digenrl": DigenrlExecutor,
+    cls.name: cls
+    for cls in (NativeExecutor, LeanRetainExecutor, LeanReweightExecutor, JaggExecutor, DigenrlExecutor)
 }
 
 
-def make_executor(name: str, job: TrainingJob) -> Executor:
-    return EXECUTOR_CLASSES[name](job)
+def make_executor(options: ExecutorOptions, job: TrainingJob) -> Executor:
+    """A new executor of ``options``' kind for ``job``; the job's spec is not touched."""
+    return EXECUTOR_CLASSES[options.name](job, options)

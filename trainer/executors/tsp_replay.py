@@ -18,10 +18,12 @@ from trainer.loss import clipped_policy_loss, flow_grpo_kl
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
+from trainer.spec import DigenrlOptions
 
 
 def replay_unit(
     job: TrainingJob,
+    options: DigenrlOptions,
     unit: Unit,
     advantage: float,
     plan: StepPlan,
@@ -33,7 +35,7 @@ def replay_unit(
     spec, algorithm = job.spec.algorithm, job.algorithm
     steps = plan.trained[unit.sample_id]
     trained = len(steps)
-    width = job.spec.executor.timestep_batch or trained
+    width = options.timestep_batch or trained
     prompt = batch.prompts[unit.sample_id]
     weight = 1.0 if plan.weights is None else float(plan.weights[unit.sample_id])
     device = job.dist.device

@@ -32,7 +32,7 @@ class FormField:
     step: str = "any"
     minimum: str = ""
     maximum: str = ""
-    only_for: str = ""  # "executor.name=jagg" style: the option applies only to that choice
+    only_for: str = ""  # "executor.name=lean_retain,lean_reweight" style: the option applies to these choices only
     optional: bool = False  # empty means "not set" (null), not "empty list"
     errors: list[str] = field(default_factory=list)
 
@@ -57,17 +57,39 @@ def _schema() -> dict[str, Any]:
 def _resolve(prop: dict[str, Any]) -> dict[str, Any]:
     if "$ref" in prop:
         return _schema()["$defs"][prop["$ref"].rsplit("/", 1)[-1]]  # type: ignore[no-any-return]
+    if "oneOf" in prop:
+        return _merged(prop)
     return prop
 
 
+def _merged(union: dict[str, Any]) -> dict[str, Any]:
+    """One section of fields from a union told apart by ``name`` (the executor's options models): the name
+    as a choice of every variant, then each variant's options (shown for their own choice only)."""
+    variants = [_resolve(branch) for branch in union["oneOf"]]
+    names = [variant["properties"]["name"]["const"] for variant in variants]
+    properties: dict[str, Any] = {"name": {"title": "Name", "enum": names, "default": names[0]}}
+    for variant in variants:
+        for name, prop in variant["properties"].items():
+            properties.setdefault(name, prop)
+    return {"properties": properties}
+
+
 def _only_for() -> dict[str, str]:
-    """Option field → the executor or algorithm choice it belongs to."""
-    out: dict[str, str] = {}
+    """Option field → the executor or algorithm choices it belongs to."""
+    owned: dict[str, list[str]] = {}
     for section, owners in (("executor", EXECUTOR_OPTIONS), ("algorithm", ALGORITHM_OPTIONS)):
         for owner, options in owners.items():
             for option in options:
-                out[f"{section}.{option}"] = f"{section}.name={owner}"
-    return out
+                owned.setdefault(f"{section}.{option}", []).append(owner)
+    return {field: f"{field.split('.')[0]}.name={','.join(owners)}" for field, owners in owned.items()}
+
+
+def _chosen(form: Mapping[str, str], only_for: str) -> bool:
+    """Whether an option field's executor or algorithm is the one the form chose."""
+    if not only_for:
+        return True
+    chooser, owners = only_for.split("=")
+    return form.get(chooser, "") in owners.split(",")
 
 
 def _field(name: str, prop: dict[str, Any], value: str, only_for: str) -> FormField:
@@ -149,6 +171,8 @@ def form_to_spec(form: Mapping[str, str]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     for section in build_sections(form, {}):
         for f in section.fields:
+            if f.kind in ("checkbox", "select") and not _chosen(form, f.only_for):
+                continue  # another choice's option: its hidden input posts a value the user never set
             raw = form.get(f.name, "")
             if f.kind == "checkbox":
                 value: Any = raw.lower() in TRUE

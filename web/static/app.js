@@ -59,7 +59,7 @@
       if (!chooser) return;
       const input = wrap.querySelector("input, select, textarea");
       const keep = (input && input.value !== "" && input.type !== "checkbox") || wrap.querySelector(".field-error");
-      wrap.hidden = chooser.value !== parts[1] && !keep;
+      wrap.hidden = parts[1].split(",").indexOf(chooser.value) < 0 && !keep;
     });
   }
   document.addEventListener("DOMContentLoaded", syncOptionFields);

@@ -1,10 +1,14 @@
-"""trainer.spec's analytical cost model (executors.md §4): the worked numbers of the reference."""
+"""The analytical cost model (trainer/cost_model.py): the worked numbers of the executors' cost tables."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from trainer.spec import analytical_cost, bound_speedup, jagg_backward_passes, native_cost, parse_spec
+from trainer.cost_model import analytical_cost, bound_speedup, native_cost
+from trainer.spec import JaggOptions, parse_spec
 
 
 def spec(executor: str, steps: int, trained: int, finetune: str = "full", **options: object) -> dict:
@@ -35,10 +39,10 @@ def test_costs_match_the_reference_tables(
 
 
 def test_jagg_routes_round_half_up_full_groups_only() -> None:
-    assert jagg_backward_passes(10, 4, 0.6) == 6  # groups 4, 4, 2: round(1.8) = 2 routed
-    assert jagg_backward_passes(9, 4, 0.6) == 5  # groups 4, 4, 1: 2 routed
-    assert jagg_backward_passes(5, 4, 0.6) == 3  # groups 4, 1: round(1.2) = 1 routed
-    assert jagg_backward_passes(8, 4, 0.0) == 8  # nothing routed: native's backwards
+    assert JaggOptions().backward_passes(10) == 6  # groups 4, 4, 2: round(1.8) = 2 routed
+    assert JaggOptions().backward_passes(9) == 5  # groups 4, 4, 1: 2 routed
+    assert JaggOptions().backward_passes(5) == 3  # groups 4, 1: round(1.2) = 1 routed
+    assert JaggOptions(jagg_frac=0.0).backward_passes(8) == 8  # nothing routed: native's backwards
 
 
 def test_gradient_checkpointing_adds_one_backward_and_kl_adds_reference_forwards() -> None:
@@ -68,3 +72,8 @@ def test_digenrl_has_no_bound() -> None:
     stored = parse_spec(spec("native", 16, 8)).model_dump(mode="json")
     stored["executor"] = {"name": "digenrl"}
     assert analytical_cost(stored) is None and bound_speedup(stored) is None
+
+
+def test_importing_the_cost_model_does_not_import_torch() -> None:
+    code = "import sys, trainer.cost_model; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

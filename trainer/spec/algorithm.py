@@ -1,0 +1,108 @@
+"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO) and its numbers."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import Field, model_validator
+
+from trainer.spec.base import Section, SpecError
+
+AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo"]
+ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
+
+# Options only some algorithms read.
+ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
+    "flow_grpo": frozenset(),
+    "flow_grpo_fast": frozenset({"window_size", "window_range"}),
+    "dance_grpo": frozenset(),
+    "flash_grpo": frozenset({"candidate_steps"}),
+}
+
+
+class AlgorithmSpec(Section):
+    name: AlgorithmName = "flow_grpo"
+    sampling_steps: int = Field(10, ge=2, le=1000, description="T, denoising steps per rollout")
+    train_timesteps: int | None = Field(
+        None, ge=1, description="K, trained steps per sample; must be < sampling_steps (default T-1)"
+    )
+    group_size: int = Field(4, ge=2, le=1024, description="G, samples per prompt")
+    prompts_per_step: int = Field(2, ge=1, le=4096, description="prompts per optimizer step")
+    total_steps: int = Field(10, ge=1, le=10_000_000, description="optimizer steps")
+    learning_rate: float = Field(3e-4, gt=0, le=1.0)
+    noise_level: float = Field(0.7, gt=0, le=5.0, description="SDE level: a (flow_grpo), eta (dance_grpo)")
+    clip_range: float = Field(1e-4, gt=0, le=1.0)
+    kl_beta: float = Field(0.0, ge=0)
+    adv_clip: float = Field(5.0, gt=0)
+    global_std: bool = True
+    cfg_scale: float = Field(1.0, ge=1.0, le=30.0, description="1.0 disables classifier-free guidance")
+    shift: float | None = Field(
+        None, gt=0, le=100.0, description="schedule shift s; overrides the checkpoint's scheduler config"
+    )
+    max_grad_norm: float = Field(1.0, gt=0)
+    inner_epochs: int = Field(1, ge=1, le=16)
+    window_size: int | None = Field(None, ge=1, description="flow_grpo_fast: SDE window length")
+    window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
+    candidate_steps: int | None = Field(
+        None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from"
+    )
+    rollout_chunks: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="roll each rank's samples out in this many chunks, scoring a chunk's rewards on a background "
+        "thread while the next one samples (trained steps forward in the same chunks)",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AlgorithmSpec:
+        for option in set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]:
+            if getattr(self, option) is not None:
+                raise SpecError(option, f"does not apply to algorithm {self.name!r}")
+        last = self.sampling_steps - 1
+        if self.name == "flow_grpo_fast":
+            self._window(last)
+        if self.name == "flash_grpo":
+            self._candidates(last)
+        if self.train_timesteps is None:
+            self.train_timesteps = last
+        if self.train_timesteps >= self.sampling_steps:
+            raise SpecError(
+                "train_timesteps",
+                f"must be less than sampling_steps ({self.sampling_steps}): the near-clean last step is never trained; "
+                f"allowed 1..{last}",
+            )
+        return self
+
+    def _window(self, last: int) -> None:
+        """Window of w SDE steps, trained, starting in [r0, r1); it must end before the last step."""
+        if self.window_size is None:
+            self.window_size = min(self.train_timesteps or 3, 3, last)
+        if self.window_size > last:
+            raise SpecError("window_size", f"must be at most sampling_steps - 1 = {last}")
+        if self.train_timesteps not in (None, self.window_size):
+            message = f"flow_grpo_fast trains its window: leave it unset or {self.window_size}"
+            raise SpecError("train_timesteps", message)
+        self.train_timesteps = self.window_size
+        if self.window_range is None:
+            self.window_range = (0, max(1, self.sampling_steps // 2 - self.window_size + 1))
+        low, high = self.window_range
+        if not 0 <= low < high:
+            raise SpecError("window_range", "must be [start, end) with 0 <= start < end")
+        if high - 1 + self.window_size > last:
+            raise SpecError(
+                "window_range",
+                f"a window starting at {high - 1} would train step {high - 2 + self.window_size}; "
+                f"the last trainable step is {last - 1}, so end must be at most {last - self.window_size + 1}",
+            )
+
+    def _candidates(self, last: int) -> None:
+        """One trained step per prompt, drawn from steps 0..candidate_steps-1."""
+        if self.candidate_steps is None:
+            self.candidate_steps = max(1, self.sampling_steps // 2)
+        if self.candidate_steps > last:
+            message = f"must be at most sampling_steps - 1 = {last}: the last step is never trained"
+            raise SpecError("candidate_steps", message)
+        if self.train_timesteps not in (None, 1):
+            raise SpecError("train_timesteps", "flash_grpo trains exactly one step per sample: leave it unset or 1")
+        self.train_timesteps = 1

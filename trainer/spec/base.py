@@ -1,0 +1,69 @@
+"""What every spec section shares: the error that names a field, the strict section base, path checks."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo
+
+REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
+
+BUILTIN_MODEL_PATH = "builtin:tiny"
+BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes")
+BUILTIN_FAMILIES = ("sd3", "flux", "wan")
+
+PIXEL_REWARDS = (
+    "brightness",
+    "colorfulness",
+    "jpeg_compressibility",
+    "jpeg_incompressibility",
+    "orange_background",
+    "prompt_color_match",
+)
+MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class SpecError(ValueError):
+    """A spec that cannot run, with the dotted field it concerns."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+def is_stored(info: ValidationInfo) -> bool:
+    """Re-reading a spec the platform stored: its files and plugins were checked when it was submitted."""
+    return bool((info.context or {}).get("stored"))
+
+
+def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
+    """A path must exist and, when roots are configured, lie inside one of them."""
+    if is_stored(info):
+        return value
+    path = Path(value).expanduser()
+    roots = (info.context or {}).get("path_roots") if info.context else None
+    if not path.is_absolute():
+        base = (info.context or {}).get("base_dir")
+        path = Path(base) / path if base else path.resolve()
+    resolved = path.resolve()
+    if roots and not any(resolved.is_relative_to(Path(r).resolve()) for r in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise ValueError(f"{field} {value!r} is outside the allowed roots ({allowed})")
+    if not resolved.exists():
+        raise ValueError(f"{field} {value!r} does not exist")
+    return value
+
+
+def known_rewards() -> set[str]:
+    """Built-in rewards plus third-party ones registered as entry points."""
+    plugins = {ep.name for ep in entry_points(group=REWARD_ENTRY_POINT_GROUP)}
+    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | plugins

@@ -1,0 +1,127 @@
+"""The ``executor`` section: one options model per executor, told apart by ``name``.
+
+This union is the one place executor names are written; every other list of them (the trainer's
+registry, the server, the submit form, the docs, the bench) is derived from it. Each option has its
+one default here. A spec stored before the union existed held every executor's options, unset ones
+as null; nulls are read as "not set", so such a spec still validates.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field
+
+from trainer.spec.base import Section, SpecError
+
+
+class NativeOptions(Section):
+    """The reference schedule: roll out without grad, then re-forward and backward every trained step."""
+
+    name: Literal["native"] = "native"
+
+
+class LeanRetainOptions(Section):
+    """Keep each trained step's graph from the rollout and backward it once the advantages are known."""
+
+    name: Literal["lean_retain"] = "lean_retain"
+    max_retained_graphs: int | None = Field(
+        None, ge=1, description="graphs kept at once per rank before refusing (default: no limit)"
+    )
+    on_memory_guard: Literal["fail", "native", "lean_reweight"] = Field(
+        "fail", description="over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
+    )
+    after_first_update: Literal["native"] | None = Field(
+        None, description="with inner_epochs > 1, native's updates after the first (the hybrid schedule)"
+    )
+
+
+class LeanReweightOptions(Section):
+    """Backward each sample's trained steps during its rollout, then rescale by the advantage."""
+
+    name: Literal["lean_reweight"] = "lean_reweight"
+    buffer_regime: Literal["auto", "per_rank", "per_sample", "affine"] = Field(
+        "auto", description="how per-sample gradients are buffered"
+    )
+    kl: Literal["require_zero", "extra_vjp"] = Field(
+        "require_zero", description="refuse kl_beta > 0, or pay one more VJP per trained step for the KL"
+    )
+    on_adv_clip: Literal["fail", "log", "native_fallback"] = Field(
+        "fail", description="with a global std: what to do when the advantage clip bites"
+    )
+    after_first_update: Literal["native"] | None = Field(
+        None, description="with inner_epochs > 1, native's updates after the first (the hybrid schedule)"
+    )
+
+
+class JaggOptions(Section):
+    """Backward only the two ends of each routed group of trained steps, interpolating the rest."""
+
+    name: Literal["jagg"] = "jagg"
+    group_width: int = Field(4, ge=2, description="trained steps per routed group")
+    jagg_frac: float = Field(0.6, ge=0, le=1, description="fraction of groups (high noise) aggregated")
+    cosine_warn: float | None = Field(
+        None, ge=-1, le=1, description="warn when the audit's or a probe's cosine falls below (default: never)"
+    )
+    probe_every: int | None = Field(
+        None, ge=1, description="every this many steps, log each routed group's cosine with its exact gradient"
+    )
+
+    def routed_groups(self, trained: int) -> int:
+        """n_J = round(jagg_frac · ⌈K/W⌉), half up, counting full groups only."""
+        width = self.group_width
+        return min(trained // width, math.floor(self.jagg_frac * math.ceil(trained / width) + 0.5))
+
+    def backward_passes(self, trained: int) -> int:
+        """K_b: each routed group takes its 2 end backwards, every other trained step its own."""
+        return trained - self.routed_groups(trained) * (self.group_width - 2)
+
+
+class DigenrlOptions(Section):
+    """A rollout pool and a trainer pool, pipelined group by group."""
+
+    name: Literal["digenrl"] = "digenrl"
+    rollout_devices: int = Field(
+        1, ge=1, description="devices in the rollout pool (with resources.pools: the rollout pool's devices)"
+    )
+    max_staleness: int = Field(0, ge=0, le=1, description="policy versions a unit may lag")
+    timestep_batch: int | None = Field(
+        None, ge=1, description="trained steps replayed per batch (default: all of a unit's)"
+    )
+    trainer_assisted: bool = Field(False, description="the trainer generates when it would idle")
+
+
+ExecutorOptions = NativeOptions | LeanRetainOptions | LeanReweightOptions | JaggOptions | DigenrlOptions
+ExecutorSpec = Annotated[ExecutorOptions, Field(discriminator="name")]
+
+OPTION_MODELS: dict[str, type[ExecutorOptions]] = {
+    model.model_fields["name"].default: model for model in get_args(ExecutorOptions)
+}
+EXECUTORS: tuple[str, ...] = tuple(OPTION_MODELS)
+# Options each executor accepts, derived from the models above.
+EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
+    name: frozenset(model.model_fields) - {"name"} for name, model in OPTION_MODELS.items()
+}
+
+
+def default_options(name: str) -> ExecutorOptions:
+    """An executor's options with every default: what a spec naming only the executor gets."""
+    return OPTION_MODELS[name]()
+
+
+def executor_input(value: Any) -> Any:
+    """Raw executor data, checked before the union reads it: the name defaults to 'native', an unknown
+    name or another executor's option is refused naming the field, and null options mean "not set"."""
+    if not isinstance(value, dict):
+        return value
+    data = {key: option for key, option in value.items() if option is not None}
+    name = data.setdefault("name", "native")
+    if name not in OPTION_MODELS:
+        raise SpecError("name", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
+    for key in data:
+        owners = [owner for owner, options in EXECUTOR_OPTIONS.items() if key in options]
+        if key not in OPTION_MODELS[name].model_fields and owners:
+            message = f"does not apply to executor {name!r}; it is an option of {', '.join(owners)}"
+            raise SpecError(key, message)
+    return data

@@ -1,0 +1,216 @@
+"""The whole job spec and the rules that join its sections (executor × algorithm × resources)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from trainer.spec.algorithm import AlgorithmSpec
+from trainer.spec.base import BUILTIN_FAMILIES, BUILTIN_MODEL_PATH, Section, SpecError
+from trainer.spec.executor import (
+    EXECUTORS,
+    DigenrlOptions,
+    ExecutorOptions,
+    ExecutorSpec,
+    JaggOptions,
+    LeanRetainOptions,
+    LeanReweightOptions,
+    NativeOptions,
+    executor_input,
+)
+from trainer.spec.model import ModelSpec
+from trainer.spec.sections import CheckpointSpec, PromptsSpec, ResourcesSpec, RetrySpec, RewardSpec, SamplesSpec
+
+
+class JobSpec(Section):
+    name: str = Field("job", min_length=1, max_length=200)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
+    executor: ExecutorSpec = Field(default_factory=NativeOptions)
+    reward: list[RewardSpec] = Field(
+        default_factory=lambda: [RewardSpec(name="brightness")], min_length=1, max_length=16
+    )
+    prompts: PromptsSpec = Field(default_factory=PromptsSpec)
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    samples: SamplesSpec = Field(default_factory=SamplesSpec)
+    checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    retry: RetrySpec = Field(default_factory=RetrySpec)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_named(cls, value: Any) -> Any:
+        return executor_input(value)
+
+    @field_validator("reward")
+    @classmethod
+    def _unique_rewards(cls, value: list[RewardSpec]) -> list[RewardSpec]:
+        names = [r.name for r in value]
+        if len(names) != len(set(names)):
+            raise ValueError("each reward may appear once")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_section(self) -> JobSpec:
+        if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
+            raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
+        if self.model.sharding == "fsdp":
+            if self.world_size < 2:
+                raise SpecError("model.sharding", "'fsdp' shards over several ranks and this job has one device")
+            if self.executor.name != "native":
+                message = f"'fsdp' runs with the native executor only; {self.executor.name} handles gradients itself"
+                raise SpecError("model.sharding", message)
+        if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
+            message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
+            raise SpecError("algorithm.rollout_chunks", message)
+        return self
+
+    @model_validator(mode="after")
+    def _executor_fits(self) -> JobSpec:
+        """Executor/algorithm/resources pairs that are not exact or cannot run."""
+        algo, executor = self.algorithm, self.executor
+        if isinstance(executor, LeanRetainOptions | LeanReweightOptions):
+            self._lean_fits(executor)
+        if isinstance(executor, LeanRetainOptions) and executor.max_retained_graphs is not None:
+            bound = retained_graph_bound(self)
+            if bound > executor.max_retained_graphs and executor.on_memory_guard == "fail":
+                raise SpecError(
+                    "executor.max_retained_graphs",
+                    f"lean_retain would keep up to {bound} sample-step graphs per rank (local samples × trained "
+                    f"steps), over {executor.max_retained_graphs}; raise it, or set executor.on_memory_guard "
+                    "to 'native' or 'lean_reweight'",
+                )
+        if isinstance(executor, LeanReweightOptions):
+            self._reweight_fits(executor)
+        if isinstance(executor, JaggOptions):
+            if algo.name == "flash_grpo":
+                raise SpecError("executor.name", "jagg aggregates groups of trained steps; flash_grpo trains one")
+            trained: int = algo.train_timesteps  # type: ignore[assignment]
+            if trained < executor.group_width:
+                message = f"must be at most the trained steps per sample ({trained}): no full group otherwise"
+                raise SpecError("executor.group_width", message)
+        if self.resources.pools is not None:
+            self._pools_fit_digenrl()
+        if isinstance(executor, DigenrlOptions):
+            self._digenrl_fits(executor)
+        elif (algo.prompts_per_step * algo.group_size) % self.world_size:
+            message = (
+                f"prompts_per_step × group_size = {algo.prompts_per_step * algo.group_size} samples per step do not "
+                f"divide over the {self.world_size} ranks (resources.devices × resources.nodes)"
+            )
+            raise SpecError("algorithm.prompts_per_step", message)
+        return self
+
+    def _lean_fits(self, executor: LeanRetainOptions | LeanReweightOptions) -> None:
+        algo, name = self.algorithm, executor.name
+        if algo.inner_epochs != 1 and executor.after_first_update != "native":
+            message = (
+                f"{name} reuses the rollout graphs: it needs exactly 1, or executor.after_first_update: "
+                "'native' (its graphs for the first update only)"
+            )
+            raise SpecError("algorithm.inner_epochs", message)
+        if algo.group_size % self.world_size:
+            message = f"{name} shares each prompt over all {self.world_size} ranks: it must divide by them"
+            raise SpecError("algorithm.group_size", message)
+
+    def _reweight_fits(self, executor: LeanReweightOptions) -> None:
+        algo = self.algorithm
+        if algo.kl_beta > 0 and executor.kl != "extra_vjp":
+            raise SpecError(
+                "algorithm.kl_beta",
+                "lean_reweight scales provisional gradients by the advantage, which the KL term must not be: "
+                "set kl_beta to 0 or executor.kl to 'extra_vjp' (one more VJP per trained step)",
+            )
+        local = algo.group_size // self.world_size
+        if executor.buffer_regime == "per_rank" and local != 1:
+            raise SpecError(
+                "executor.buffer_regime",
+                f"'per_rank' needs one sample per prompt per rank; here group_size / ranks = {local}",
+            )
+
+    def _digenrl_fits(self, executor: DigenrlOptions) -> None:
+        algo = self.algorithm
+        if self.world_size < 2:
+            raise SpecError("resources.devices", "digenrl needs at least 2 devices: a rollout and a trainer pool")
+        if executor.rollout_devices >= self.world_size:
+            message = f"must leave at least one of the {self.world_size} devices to the trainer pool"
+            raise SpecError("executor.rollout_devices", message)
+        if algo.inner_epochs != 1:
+            raise SpecError("algorithm.inner_epochs", "digenrl trains each unit once: it needs exactly 1")
+        trainers = self.world_size - executor.rollout_devices
+        if algo.prompts_per_step % trainers:
+            message = f"digenrl gives each of the {trainers} trainer(s) whole groups: it must divide by them"
+            raise SpecError("algorithm.prompts_per_step", message)
+
+    def _pools_fit_digenrl(self) -> None:
+        """Only digenrl has pools; its rollout ranks are the rollout pool's devices, placed first."""
+        pools, executor = self.resources.pools, self.executor
+        assert pools is not None
+        if not isinstance(executor, DigenrlOptions):
+            message = f"only executor 'digenrl' has a rollout and a trainer pool, not {executor.name!r}"
+            raise SpecError("resources.pools", message)
+        if "rollout_devices" not in executor.model_fields_set:
+            executor.rollout_devices = pools.rollout.devices
+        elif executor.rollout_devices != pools.rollout.devices:
+            message = f"must equal resources.pools.rollout.devices ({pools.rollout.devices}) or be left out"
+            raise SpecError("executor.rollout_devices", message)
+
+    @property
+    def world_size(self) -> int:
+        return self.resources.devices * self.resources.nodes
+
+
+def retained_graph_bound(spec: JobSpec) -> int:
+    """Sample-step graphs lean_retain keeps per rank until the rewards arrive: each local sample keeps
+    one per step it trains (only rows that train at a step forward it with grad)."""
+    algo = spec.algorithm
+    local = algo.prompts_per_step * algo.group_size // spec.world_size
+    trained: int = algo.train_timesteps  # type: ignore[assignment]
+    return local * trained
+
+
+def parse_spec(data: Any, *, path_roots: list[str] | None = None, base_dir: str | None = None) -> JobSpec:
+    """Validate raw spec data; raises pydantic.ValidationError naming the field."""
+    return JobSpec.model_validate(data, context={"path_roots": path_roots, "base_dir": base_dir})
+
+
+def stored_spec(data: Any) -> JobSpec | None:
+    """A spec the platform stored, read back without its files and plugins (checked when it was submitted:
+    a model folder may have moved since); None when it no longer validates under today's rules."""
+    try:
+        return JobSpec.model_validate(data, context={"stored": True})
+    except ValueError:
+        return None
+
+
+def with_executor(spec: JobSpec, options: ExecutorOptions) -> JobSpec:
+    """A new spec: ``spec`` with another executor's options, validated as a whole (``spec`` is unchanged)."""
+    data = spec.model_dump()
+    data["executor"] = options.model_dump()
+    return JobSpec.model_validate(data, context={"stored": True})
+
+
+def spec_errors(exc: Exception) -> list[dict[str, str]]:
+    """Flatten a validation failure into [{field, message}] with dotted field names."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return [{"field": "", "message": str(exc)}]
+    errors = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"]]
+        if loc[:1] == ["executor"] and loc[1:2] and loc[1] in EXECUTORS:
+            del loc[1]  # the union's tag: the executor's own name, not a field
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_error, SpecError):
+            errors.append({"field": ".".join([*loc, ctx_error.field]), "message": ctx_error.message})
+            continue
+        field = ".".join(loc)
+        message = err["msg"].removeprefix("Value error, ")
+        errors.append({"field": field, "message": message})
+    return errors
+
+
+def json_schema() -> dict[str, Any]:
+    return JobSpec.model_json_schema()

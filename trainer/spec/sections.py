@@ -1,0 +1,137 @@
+"""The spec's smaller sections: rewards, prompts, resources (with DigenRL's pools), samples, checkpoints, retries."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from trainer.spec.base import (
+    BUILTIN_PROMPT_SOURCES,
+    MODEL_REWARDS,
+    PIXEL_REWARDS,
+    Section,
+    SpecError,
+    check_local_path,
+    is_stored,
+    known_rewards,
+)
+
+
+class RewardSpec(Section):
+    name: str = Field(description="a built-in reward or one registered under the 'sfumato.rewards' entry point")
+    weight: float = 1.0
+    path: str | None = Field(None, description="local weights directory (model-based rewards)")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str, info: ValidationInfo) -> str:
+        if is_stored(info):
+            return value
+        known = known_rewards()
+        if value not in known:
+            raise ValueError(f"unknown reward {value!r}; allowed: {', '.join(sorted(known))}")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_local_path(value, "reward path", info)
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> RewardSpec:
+        if self.name in MODEL_REWARDS and self.path is None:
+            raise SpecError("path", f"reward {self.name!r} loads a model: give the local directory of its weights")
+        if self.name in PIXEL_REWARDS and self.path is not None:
+            raise SpecError("path", f"reward {self.name!r} computes from pixels and takes no path")
+        return self
+
+
+class PromptsSpec(Section):
+    source: str = Field(
+        "builtin:colors",
+        description="'builtin:colors', 'builtin:shapes' (the shapes model's captions), or a text file with one "
+        "prompt per line",
+    )
+    eval: list[str] = Field(
+        default_factory=lambda: ["a red apple", "a blue ocean"],
+        max_length=64,
+        description="fixed prompts sampled with fixed seeds every samples.every steps",
+    )
+
+    @field_validator("source")
+    @classmethod
+    def _source_exists(cls, value: str, info: ValidationInfo) -> str:
+        if value.startswith("builtin:"):
+            if value not in BUILTIN_PROMPT_SOURCES:
+                raise ValueError(f"unknown built-in prompt set {value!r}; allowed: {', '.join(BUILTIN_PROMPT_SOURCES)}")
+            return value
+        return check_local_path(value, "prompt file", info)
+
+    @field_validator("eval")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        for prompt in value:
+            if not prompt.strip() or len(prompt) > 1000:
+                raise ValueError("each eval prompt must be 1..1000 characters")
+        return value
+
+
+class PoolSpec(Section):
+    devices: int = Field(ge=1, le=1024, description="devices of this pool, all on one host")
+    gpu_model: str | None = Field(None, max_length=128, description="only devices that report this model")
+
+
+class PoolsSpec(Section):
+    """DigenRL's two pools. The rollout pool's devices are ranks [0, rollout.devices), the trainer's the rest."""
+
+    rollout: PoolSpec
+    trainer: PoolSpec
+
+
+class ResourcesSpec(Section):
+    devices: int = Field(
+        1, ge=1, le=1024, description="devices per node; with pools, the sum of the pools' devices (filled in)"
+    )
+    device_type: Literal["cuda", "cpu"] = "cpu"
+    nodes: int = Field(1, ge=1, le=256, description="hosts with `devices` devices each; leave it out with pools")
+    gpu_model: str | None = Field(None, max_length=128, description="only hosts whose devices report this model")
+    priority: int = Field(0, ge=-100, le=100, description="higher runs first")
+    exclusive: bool = Field(
+        False,
+        description="hold each host whole: start only where no device is in use, and let no other job "
+        "start there until this one ends (fair timing for a comparison)",
+    )
+    pools: PoolsSpec | None = Field(
+        None,
+        description="digenrl: a rollout and a trainer pool, each on one host with its own gpu_model; the two "
+        "pools share a host when one has room for both, else the job spans the two hosts",
+    )
+
+    @model_validator(mode="after")
+    def _pools_replace_the_flat_form(self) -> ResourcesSpec:
+        if self.pools is None:
+            return self
+        total = self.pools.rollout.devices + self.pools.trainer.devices
+        if "devices" in self.model_fields_set and self.devices != total:
+            message = f"with pools it is the sum of the pools' devices ({total}); leave it out"
+            raise SpecError("devices", message)
+        if self.nodes != 1:
+            raise SpecError("nodes", "with pools each pool takes one host (two in all at most); leave it out")
+        if self.gpu_model is not None:
+            raise SpecError("gpu_model", "with pools each pool names its own gpu_model; leave it out here")
+        self.devices = total
+        return self
+
+
+class SamplesSpec(Section):
+    every: int = Field(5, ge=1, description="log eval samples every N steps (and at the last step)")
+    count: int = Field(2, ge=0, le=64, description="seeds per eval prompt")
+
+
+class CheckpointSpec(Section):
+    every: int = Field(0, ge=0, description="save every N steps; 0 saves only the final model")
+
+
+class RetrySpec(Section):
+    max_attempts: int = Field(3, ge=1, le=20, description="attempts for infrastructure failures")
