@@ -1,4 +1,4 @@
-"""Per-prompt group advantages (algorithms.md §4, Flow-GRPO semantics).
+"""Per-prompt group advantages (docs/algorithms.md §4).
 
 Rewards and integer group ids are gathered from every rank first, so a group split across
 ranks is normalised as one group. A group whose members all score the same gets A = 0: it adds
@@ -22,20 +22,27 @@ class Advantages:
 
 
 def group_advantages(
-    rewards: torch.Tensor, group_ids: torch.Tensor, *, global_std: bool, clip: float, eps: float = EPS
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    *,
+    global_std: bool,
+    clip: float,
+    eps: float = EPS,
+    unbiased: bool = False,
 ) -> Advantages:
+    """``unbiased``: the std divides by n − 1 (DanceGRPO's torch.std) rather than n (Flow-GRPO's numpy std)."""
     rewards = rewards.double()
     groups, inverse = torch.unique(group_ids, return_inverse=True)
     count = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, torch.ones_like(rewards))
     mean = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, rewards) / count
     centred = rewards - mean[inverse]
-    group_var = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, centred**2) / count
-    group_std = group_var.sqrt()
+    squares = torch.zeros(len(groups), dtype=torch.float64).index_add_(0, inverse, centred**2)
+    group_std = (squares / (count - 1 if unbiased else count)).sqrt()
     if len(groups) == len(rewards):  # groups of one: batch z-score
         centred = rewards - rewards.mean()
-        std = rewards.std(unbiased=False).expand_as(rewards)
+        std = rewards.std(unbiased=unbiased).expand_as(rewards)
     elif global_std:
-        std = rewards.std(unbiased=False).expand_as(rewards)
+        std = rewards.std(unbiased=unbiased).expand_as(rewards)
     else:
         std = group_std[inverse]
     values = (centred / (std + eps)).clamp(-clip, clip).float()

@@ -22,16 +22,12 @@ import torch
 import torch.distributed as dist
 from pydantic import ValidationError
 
-from trainer.algorithms.registry import make_algorithm
-from trainer.distributed import Distributed, init_distributed
+from trainer.distributed import Distributed
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import GradientHook, Replay, Scores, TrainingJob
-from trainer.layout import layout_error, step_batch
-from trainer.models.loading import load_family
-from trainer.prompts import load_prompts
-from trainer.rewards.registry import WeightedReward
+from trainer.layout import step_batch
 from trainer.rollout import Trajectory
-from trainer.run import load_spec, quiet_libraries
+from trainer.run import load_spec
 from trainer.spec import (
     DigenrlOptions,
     ExecutorOptions,
@@ -125,19 +121,10 @@ class AuditSession:
     def __init__(self, spec: JobSpec, names: list[str]) -> None:
         self.spec = spec
         self.options = {name: options_for(spec, name) for name in names}
-        quiet_libraries()
         deterministic()
-        self.dist = init_distributed(spec.resources.device_type)
-        algo = spec.algorithm
         self.layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
-        problem = layout_error(algo.prompts_per_step, algo.group_size, self.dist.world_size, self.layout)
-        if problem:
-            raise SpecError("algorithm.prompts_per_step", problem)
-        torch.manual_seed(spec.seed)
-        family = load_family(spec.model, self.dist.device)
-        algorithm = make_algorithm(algo, family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
-        self.job = job = TrainingJob(spec, self.dist, family, algorithm, WeightedReward(spec.reward, self.dist.device))
-        pool = load_prompts(spec.prompts.source)
+        self.job = job = TrainingJob.build(spec, self.layout, replicate=True)
+        self.dist, pool, algo = job.dist, job.prompts, spec.algorithm
         rank, world = self.dist.rank, self.dist.world_size
         self.batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, rank, world, self.layout)
         whole = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, 0, 1)

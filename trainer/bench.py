@@ -28,19 +28,14 @@ import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
-from trainer.algorithms.registry import make_algorithm
 from trainer.audit import options_for
 from trainer.cost_model import UnitCosts, step_cost
-from trainer.distributed import init_distributed
 from trainer.executors.base import Executor
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
-from trainer.layout import layout_error, step_batch
+from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
-from trainer.models.loading import load_family
-from trainer.prompts import load_prompts
-from trainer.rewards.registry import WeightedReward
-from trainer.run import load_spec, quiet_libraries
+from trainer.run import load_spec
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
 
@@ -134,27 +129,13 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     if unknown:
         raise SpecError("executor.name", f"cannot bench {', '.join(unknown)}")
     names = ["native", *[n for n in names if n != "native"]]
-    data = spec.model_dump()
-    data["algorithm"]["total_steps"] = warmup + rounds + 1
-    from trainer.spec import parse_spec
-
-    spec = parse_spec(data)
+    steps = spec.algorithm.model_copy(update={"total_steps": warmup + rounds + 1})
+    spec = spec.model_copy(update={"algorithm": steps})
     options = {name: options_for(spec, name) for name in names}
-    quiet_libraries()
-    distributed = init_distributed(spec.resources.device_type)
     torch.set_num_threads(1)  # like torchrun's ranks: a tiny model gains nothing from threads, and drifts less
-    algo = spec.algorithm
-    for name in names:
-        problem = layout_error(
-            algo.prompts_per_step, algo.group_size, distributed.world_size, EXECUTOR_CLASSES[name].layout
-        )
-        if problem:
-            raise SpecError("algorithm.prompts_per_step", problem)
-    torch.manual_seed(spec.seed)
-    family = load_family(spec.model, distributed.device)
-    algorithm = make_algorithm(algo, family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
-    job = TrainingJob(spec, distributed, family, algorithm, WeightedReward(spec.reward, distributed.device))
-    pool = load_prompts(spec.prompts.source)
+    shared = any(EXECUTOR_CLASSES[name].layout == "shared" for name in names)
+    job = TrainingJob.build(spec, "shared" if shared else "sharded", replicate=True)  # the strictest layout
+    distributed, pool, algo = job.dist, job.prompts, spec.algorithm
     executors: dict[str, Executor] = {}
     for name in names:
         executors[name] = make_executor(options[name], job)

@@ -17,16 +17,19 @@ from torch import nn
 
 from trainer.advantages import Advantages, group_advantages
 from trainer.algorithms.base import Algorithm, StepPlan
-from trainer.distributed import Distributed
-from trainer.layout import SampleBatch
-from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.algorithms.registry import make_algorithm
+from trainer.distributed import Distributed, init_distributed
+from trainer.layout import SampleBatch, layout_error
+from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.models.loading import load_family
+from trainer.prompts import load_prompts
 from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory, rollout, row_chunks
 from trainer.sampling.sde_step import sde_step
-from trainer.sharding import Sharding, local_value, shard_module
-from trainer.spec import JobSpec
+from trainer.sharding import Sharding, choose_sharding, local_value, shard_module
+from trainer.spec import JobSpec, SpecError
 
 
 @dataclass
@@ -58,6 +61,15 @@ class Replay:
 # Called with ("sync", grads) before gradients are reduced and ("clip", grads) before clipping:
 # the audit captures the gradient there, tests check what each stage sees.
 GradientHook = Callable[[str, list[torch.Tensor]], None]
+
+
+def quiet_libraries() -> None:
+    """Progress bars of weight loading would drown the one-line-per-step job log."""
+    import diffusers
+    import transformers
+
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()
 
 
 class TrainingJob:
@@ -95,6 +107,29 @@ class TrainingJob:
         self._scoring: Trajectory | None = None  # the rollout whose rewards the scorer holds
         self.replay: Replay | None = None
         self.gradient_hooks: list[GradientHook] = []
+        self.layout = "sharded"  # which samples each rank holds (trainer/layout.py)
+        self.prompts: list[str] = []  # the prompt pool steps draw from (set by build)
+
+    @classmethod
+    def build(cls, spec: JobSpec, layout: str, *, replicate: bool = False) -> TrainingJob:
+        """The one set-up of a job, for the run, the audit and the bench: the process group, the
+        rank layout checked, the reward (first: one that does not load is a spec error), the model, the
+        algorithm on its σ grid, the sharding (``replicate``: a full replica per rank whatever
+        ``model.sharding`` says, for several executors on one job), and the prompt pool."""
+        quiet_libraries()
+        dist = init_distributed(spec.resources.device_type)
+        algo = spec.algorithm
+        problem = layout_error(algo.prompts_per_step, algo.group_size, dist.world_size, layout)
+        if problem:
+            raise SpecError("algorithm.prompts_per_step", problem)
+        torch.manual_seed(spec.seed)
+        reward = WeightedReward(spec.reward, dist.device)
+        family = load_family(spec.model, dist.device)
+        algorithm = make_algorithm(algo, family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
+        sharding = None if replicate else choose_sharding(spec, dist.world_size)
+        job = cls(spec, dist, family, algorithm, reward, sharding)
+        job.layout, job.prompts = layout, load_prompts(spec.prompts.source)
+        return job
 
     # --- set-up --------------------------------------------------------------------------
     def broadcast_parameters(self) -> None:
@@ -177,8 +212,14 @@ class TrainingJob:
         rewards = self.dist.all_gather(scores.total.double())
         group_ids = self.dist.all_gather(batch.group_ids)
         sample_ids = self.dist.all_gather(batch.sample_ids)
+        algo = self.spec.algorithm
         stats = group_advantages(
-            rewards, group_ids, global_std=self.spec.algorithm.global_std, clip=self.spec.algorithm.adv_clip
+            rewards,
+            group_ids,
+            global_std=bool(algo.global_std),
+            clip=algo.adv_clip,
+            eps=algo.advantage_eps,
+            unbiased=bool(algo.unbiased_std),
         )
         position = {int(s): n for n, s in enumerate(sample_ids)}
         local = stats.values[[position[int(s)] for s in batch.sample_ids]]
@@ -212,7 +253,7 @@ class TrainingJob:
                     self.algorithm.level,
                     x_next,
                 )
-            kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
+            kl = reference_kl(out.mean, reference.mean, self.algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)

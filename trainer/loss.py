@@ -1,4 +1,4 @@
-"""The PPO-clip surrogate (§5.1) and the Flow-GRPO KL form (§5.3), per trained step.
+"""The PPO-clip surrogate and the KL term to the reference model, per trained step (docs/algorithms.md §5).
 
 Both return the mean over the batch rows they are given; the executor divides by K (and DDP
 averages over ranks), which gives the 1/(NK) normalisation of §5.1.
@@ -35,7 +35,8 @@ def clipped_policy_loss(
     return PolicyTerms(loss, ratio.detach(), active)
 
 
-def flow_grpo_kl(mean: torch.Tensor, reference_mean: torch.Tensor, kl_std: torch.Tensor) -> torch.Tensor:
-    """mean_b [ mean_elements (μ_θ − μ_ref)² / (2 g²) ] — Flow-GRPO's form, divided by g, not τ."""
+def reference_kl(mean: torch.Tensor, reference_mean: torch.Tensor, kl_std: torch.Tensor) -> torch.Tensor:
+    """mean_b [ mean_elements (μ_θ − μ_ref)² / (2 s²) ], s per row: the step's g for Flow-GRPO's form, its
+    std τ for the exact KL (``Algorithm.kl_std`` picks it from ``algorithm.kl_form``)."""
     dims = tuple(range(1, mean.dim()))
     return (((mean - reference_mean) ** 2).mean(dim=dims) / (2 * kl_std**2)).mean()

@@ -15,7 +15,6 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from trainer.algorithms.registry import make_algorithm
 from trainer.checkpoint import (
     TrainingState,
     export_model,
@@ -25,18 +24,15 @@ from trainer.checkpoint import (
     trainable_state,
     training_state,
 )
-from trainer.distributed import Distributed, init_distributed
+from trainer.distributed import Distributed
 from trainer.executors.base import StepResult
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
-from trainer.layout import SampleBatch, layout_error, step_batch
-from trainer.models.loading import load_family
-from trainer.prompts import load_prompts
+from trainer.layout import SampleBatch, step_batch
 from trainer.reporting.reporter import Reporter
-from trainer.rewards.registry import WeightedReward
 from trainer.rollout import sample_ode
-from trainer.sharding import choose_sharding, full_state
-from trainer.spec import JobSpec, SpecError, parse_spec
+from trainer.sharding import full_state
+from trainer.spec import JobSpec, parse_spec
 
 TRAIN_SAMPLES = 4  # rollout images (rank 0's first rows) posted with their rewards at each eval step
 METRICS_FILE = "metrics.jsonl"  # every step's metrics, also without a server (resume tests, bench)
@@ -47,35 +43,13 @@ def load_spec(path: Path) -> JobSpec:
     return parse_spec(json.loads(path.read_text()), base_dir=str(path.parent))
 
 
-def quiet_libraries() -> None:
-    """Progress bars of weight loading would drown the one-line-per-step job log."""
-    import diffusers
-    import transformers
-
-    diffusers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.disable_progress_bar()
-
-
 def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     spec = load_spec(spec_path)
-    quiet_libraries()
-    dist = init_distributed(spec.resources.device_type)
-    layout = EXECUTOR_CLASSES[spec.executor.name].layout
-    problem = layout_error(spec.algorithm.prompts_per_step, spec.algorithm.group_size, dist.world_size, layout)
-    if problem:
-        raise SpecError("algorithm.prompts_per_step", problem)
+    job = TrainingJob.build(spec, EXECUTOR_CLASSES[spec.executor.name].layout)
+    dist, sharding = job.dist, job.sharding
     output_dir.mkdir(parents=True, exist_ok=True)
     reporter = Reporter.from_environment(output_dir) if dist.is_main else None
-    torch.manual_seed(spec.seed)
-
-    reward = WeightedReward(spec.reward, dist.device)  # first: a reward that does not load is a spec error
-    family = load_family(spec.model, dist.device)
-    sigmas = family.sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift)
-    algorithm = make_algorithm(spec.algorithm, sigmas, spec.seed)
-    sharding = choose_sharding(spec, dist.world_size)
-    job = TrainingJob(spec, dist, family, algorithm, reward, sharding)
     executor = make_executor(spec.executor, job)
-    pool = load_prompts(spec.prompts.source)
     total = spec.algorithm.total_steps
 
     first_step = 1
@@ -95,7 +69,7 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
         started = time.perf_counter()
         algo = spec.algorithm
         batch = step_batch(
-            pool, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, layout
+            job.prompts, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, job.layout
         )
         result = executor.train_step(batch)
         metrics = step_metrics(result, job, dist, time.perf_counter() - started)

@@ -45,6 +45,8 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("unknown reward", {"reward": [{"name": "vibes"}]}, "reward.0.name"),
     ("missing model path", {"model": {"path": "/nonexistent/sfumato/model"}}, "model.path"),
+    ("cps for an algorithm without it", {"algorithm": {"name": "dance_grpo", "sampler": "cps"}}, "algorithm.sampler"),
+    ("another executor's option", {"executor": {"name": "native", "group_width": 4}}, "executor.group_width"),
 ]
 
 
@@ -64,6 +66,20 @@ def test_bad_spec_stores_nothing(harness: Harness, case: str, spec: dict[str, An
 def test_unknown_executor_message_lists_what_is_allowed(harness: Harness) -> None:
     detail = harness.submit({"executor": {"name": "warp_drive"}}).json()["detail"]
     assert "native" in detail[0]["message"]
+
+
+def test_cps_refusal_names_the_algorithm_and_what_it_allows(harness: Harness) -> None:
+    detail = harness.submit({"algorithm": {"name": "flash_grpo", "sampler": "cps"}}).json()["detail"]
+    assert detail == [
+        {"field": "algorithm.sampler", "message": "flash_grpo has no 'cps' step in its upstream code; allowed: sde"}
+    ]
+
+
+def test_cps_is_accepted_for_flow_grpo_and_stored_with_the_algorithm_s_upstream_defaults(harness: Harness) -> None:
+    response = harness.submit({"algorithm": {"name": "flow_grpo", "sampler": "cps"}})
+    assert response.status_code == 201, response.text
+    algorithm = response.json()["spec"]["algorithm"]
+    assert (algorithm["sampler"], algorithm["kl_form"], algorithm["global_std"]) == ("cps", "flow_grpo", True)
 
 
 def test_model_path_outside_configured_roots_is_refused(harness: Harness, tmp_path: Path) -> None:

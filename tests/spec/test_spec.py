@@ -1,5 +1,6 @@
 """The job spec refuses what the trainer cannot run, naming the field, and never imports torch."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,9 @@ def test_importing_the_spec_does_not_import_torch() -> None:
         ({"model": {"path": "/no/such/model"}}, "model.path"),
         ({"model": {"finetune": "full", "lora_rank": 8}}, "model.lora_rank"),
         ({"executor": {"name": "native", "group_width": 2}}, "executor.group_width"),
+        ({"algorithm": {"name": "dance_grpo", "sampler": "cps"}}, "algorithm.sampler"),
+        ({"algorithm": {"name": "flash_grpo", "sampler": "cps"}}, "algorithm.sampler"),
+        ({"algorithm": {"kl_form": "mse"}}, "algorithm.kl_form"),
         ({"reward": [{"name": "pickscore"}]}, "reward.0.path"),
         ({"reward": [{"name": "brightness", "path": "/tmp"}]}, "reward.0.path"),
         ({"prompts": {"source": "builtin:nothing"}}, "prompts.source"),
@@ -99,3 +103,15 @@ def test_samples_per_step_that_do_not_divide_over_the_ranks_are_refused() -> Non
         parse_spec(data)
     [error] = spec_errors(info.value)
     assert error["field"] == "algorithm.prompts_per_step" and "3 ranks" in error["message"]
+
+
+def test_dance_grpo_defaults_are_its_upstream_ones() -> None:
+    algorithm = parse_spec({"algorithm": {"name": "dance_grpo", "sampling_steps": 16}}).algorithm
+    assert algorithm.train_timesteps == 9  # floor(0.6 (T - 1))
+    assert (algorithm.global_std, algorithm.unbiased_std, algorithm.advantage_eps) == (False, True, 1e-8)
+
+
+def test_every_example_spec_validates() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    for path in sorted(examples.glob("*.json")):
+        parse_spec(json.loads(path.read_text()), base_dir=str(examples))

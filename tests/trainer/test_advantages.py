@@ -49,3 +49,12 @@ def test_groups_of_one_fall_back_to_the_batch_z_score() -> None:
     rewards = torch.tensor([1.0, 2.0, 3.0])
     adv = group_advantages(rewards, torch.arange(3), global_std=False, clip=5.0)
     assert adv.values[0] < 0 == float(adv.values[1]) < adv.values[2]
+
+
+def test_unbiased_group_std_divides_by_n_minus_1_as_dance_grpo_does() -> None:
+    rewards = torch.tensor([1.0, 3.0, 10.0, 30.0])
+    groups = torch.tensor([0, 0, 1, 1])
+    adv = group_advantages(rewards, groups, global_std=False, clip=5.0, eps=1e-8, unbiased=True)
+    # torch.std of [1, 3] is √2 (n − 1 = 1), of [10, 30] is 10√2: every |A| is 1/√2
+    expected = torch.tensor([-1.0, 1.0, -1.0, 1.0]) / 2**0.5
+    assert torch.allclose(adv.values, expected, atol=1e-6)

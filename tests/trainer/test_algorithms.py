@@ -69,3 +69,15 @@ def test_a_step_draws_distinct_prompts_while_the_pool_allows() -> None:
     for step in range(1, 20):
         assert len(set(step_batch(POOL[:4], step, 0, 4, 2, 0, 1).prompts)) == 4
     assert len(step_batch(POOL[:2], 1, 0, 3, 2, 0, 1).prompts) == 6
+
+
+def test_dance_grpo_trains_upstream_s_six_tenths_of_the_first_t_minus_1_steps_by_default() -> None:
+    plan, _, _ = plan_for(name="dance_grpo", noise_level=0.3, sampling_steps=16)
+    assert plan.trained.shape == (12, 9)  # ⌊0.6 · 15⌋, DanceGRPO's timestep_fraction
+    assert (plan.trained < 15).all()
+
+
+def test_cps_replaces_the_gaussian_step_only_where_the_spec_selects_it() -> None:
+    assert plan_for(name="flow_grpo", sampler="cps")[2].sde_kind == "cps"
+    assert plan_for(name="flow_grpo_fast", sampler="cps")[2].sde_kind == "cps"
+    assert plan_for(name="flow_grpo")[2].sde_kind == "flow_grpo"

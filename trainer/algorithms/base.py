@@ -1,4 +1,4 @@
-"""The algorithm interface: an algorithm only *plans* a step (algorithms.md §3).
+"""The algorithm interface: an algorithm only *plans* a step (docs/algorithms.md §3).
 
 It says, for every local sample, which of the T steps use the SDE (the rest are Euler ODE),
 which steps are trained and in what order, and an optional positive loss weight per sample.
@@ -14,7 +14,7 @@ import torch
 
 from trainer.distributed import Distributed
 from trainer.layout import SampleBatch
-from trainer.sampling.sde_step import SdeKind
+from trainer.sampling.sde_step import SdeKind, StepOutput
 from trainer.spec import AlgorithmSpec
 
 
@@ -26,10 +26,12 @@ class StepPlan:
 
 
 class Algorithm(ABC):
-    sde_kind: SdeKind = "flow_grpo"
+    gaussian_kind: SdeKind = "flow_grpo"  # the algorithm's own Gaussian step (docs/algorithms.md §2.2)
 
     def __init__(self, spec: AlgorithmSpec, sigmas: torch.Tensor, seed: int) -> None:
         self.spec = spec
+        # The stochastic step every rollout and trained step takes: CPS where the spec selects it (§2.3).
+        self.sde_kind: SdeKind = "cps" if spec.sampler == "cps" else self.gaussian_kind
         self.sigmas = sigmas
         self.seed = seed
         self.steps = spec.sampling_steps
@@ -38,6 +40,11 @@ class Algorithm(ABC):
     @property
     def level(self) -> float:
         return self.spec.noise_level
+
+    def kl_std(self, out: StepOutput) -> torch.Tensor:
+        """[B] what the KL term divides (μ_θ − μ_ref)² by, twice squared (docs/algorithms.md §5.2): the
+        step's coefficient g (``kl_form: flow_grpo``; τ itself under CPS) or its std τ (``exact``)."""
+        return out.kl_std if self.spec.kl_form == "flow_grpo" else out.tau
 
     @abstractmethod
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan: ...

@@ -16,7 +16,7 @@ from trainer.seeding import step_generator
 
 
 class DanceGRPO(Algorithm):
-    sde_kind = "dance"
+    gaussian_kind = "dance"
 
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
         generator = step_generator(self.seed, batch.step, "dance-permutation")

@@ -19,7 +19,7 @@ from trainer.seeding import step_generator
 
 
 class FlashGRPO(Algorithm):
-    sde_kind = "flash"
+    gaussian_kind = "flash"
 
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
         groups = batch.global_size // self.spec.group_size

@@ -14,7 +14,7 @@ from trainer.layout import SampleBatch
 
 
 class FlowGRPO(Algorithm):
-    sde_kind = "flow_grpo"
+    gaussian_kind = "flow_grpo"
 
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
         rows = len(batch.prompts)

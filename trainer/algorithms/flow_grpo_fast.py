@@ -16,7 +16,7 @@ from trainer.seeding import step_generator
 
 
 class FlowGRPOFast(Algorithm):
-    sde_kind = "flow_grpo"
+    gaussian_kind = "flow_grpo"
 
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
         size: int = self.spec.window_size  # type: ignore[assignment]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from trainer.advantages import EPS, group_advantages
+from trainer.advantages import group_advantages
 from trainer.algorithms.base import StepPlan
 from trainer.distributed import Distributed
 from trainer.executors.base import Executor, StepResult
@@ -243,7 +243,8 @@ class DigenrlExecutor(Executor):
         def train(group: int, std: float | None) -> None:
             began = time.perf_counter()
             members = torch.tensor([u.reward for u in groups[group]], dtype=torch.float64)
-            spread = std if std is not None else float(members.std(unbiased=False)) + EPS
+            own = float(members.std(unbiased=bool(spec.unbiased_std))) + spec.advantage_eps
+            spread = std if std is not None else own
             advantages = ((members - members.mean()) / spread).clamp(-spec.adv_clip, spec.adv_clip).float()
             for unit, advantage in zip(groups[group], advantages, strict=True):
                 clipped = replay_unit(job, self.options, unit, float(advantage), plan, batch, total, report)
@@ -255,7 +256,8 @@ class DigenrlExecutor(Executor):
             for group in owned:
                 arrive(group)
             rewards = torch.tensor([u.reward for g in owned for u in groups[g]], dtype=torch.float64)
-            spread = float(self.trainer_all_gather(rewards).std(unbiased=False)) + EPS
+            gathered = self.trainer_all_gather(rewards)
+            spread = float(gathered.std(unbiased=bool(spec.unbiased_std))) + spec.advantage_eps
             for group in owned:
                 train(group, spread)
         else:  # GAP: train each group while later ones are still being generated
@@ -358,6 +360,13 @@ class DigenrlExecutor(Executor):
         mine = slice(job.dist.rank * share, (job.dist.rank + 1) * share)
         scores = Scores(rewards[mine, 0].float(), {n: rewards[mine, 1 + k].float() for k, n in enumerate(self.parts)})
         group_ids = torch.arange(total) // spec.group_size
-        stats = group_advantages(rewards[:, 0], group_ids, global_std=spec.global_std, clip=spec.adv_clip)
+        stats = group_advantages(
+            rewards[:, 0],
+            group_ids,
+            global_std=bool(spec.global_std),
+            clip=spec.adv_clip,
+            eps=spec.advantage_eps,
+            unbiased=bool(spec.unbiased_std),
+        )
         empty = Trajectory(torch.empty(0), torch.empty(0), Conditioning(torch.empty(0)), None, torch.empty(0))
         return StepResult(metrics, empty, scores, stats, rewards[:, 0].float())

@@ -25,7 +25,7 @@ from trainer.executors.base import Executor, StepResult
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
-from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import JaggOptions
@@ -170,7 +170,7 @@ class JaggExecutor(Executor):
                 reference = sde_step(
                     reference_velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next
                 )
-            kl = flow_grpo_kl(out.mean, reference.mean, out.kl_std)
+            kl = reference_kl(out.mean, reference.mean, algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)

@@ -33,7 +33,7 @@ from trainer.executors.recompute import recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
-from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.spec import LeanRetainOptions, default_options, retained_graph_bound
 
@@ -105,7 +105,7 @@ class LeanRetainExecutor(Executor):
         advantages: torch.Tensor,
     ) -> StepTerms:
         """Native's loss at one training position, from the kept graphs instead of a re-forward."""
-        spec = self.job.spec.algorithm
+        spec, algorithm = self.job.spec.algorithm, self.job.algorithm
         rows = torch.arange(len(steps))
         kept = [(graphs[s], graphs[s].rows.index(r)) for r, s in enumerate(steps)]
         if len(set(steps)) == 1 and kept[0][0].rows == rows.tolist():  # one graph holds the position
@@ -113,13 +113,13 @@ class LeanRetainExecutor(Executor):
             log_prob, mean, kl_std, reference = (
                 forward.out.log_prob,
                 forward.out.mean,
-                forward.out.kl_std,
+                algorithm.kl_std(forward.out),
                 forward.reference_mean,
             )
         else:  # per-row steps (DanceGRPO, Flash-GRPO): each row from the graph of its own step
             log_prob = torch.stack([f.out.log_prob[n] for f, n in kept])
             mean = torch.stack([f.out.mean[n] for f, n in kept])
-            kl_std = torch.stack([f.out.kl_std[n] for f, n in kept])
+            kl_std = torch.stack([algorithm.kl_std(f.out)[n] for f, n in kept])
             reference = None
             if spec.kl_beta > 0:
                 reference = torch.stack([f.reference_mean[n] for f, n in kept])  # type: ignore[index]
@@ -128,7 +128,7 @@ class LeanRetainExecutor(Executor):
         terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
         if spec.kl_beta > 0:
-            kl = flow_grpo_kl(mean, reference, kl_std)  # type: ignore[arg-type]
+            kl = reference_kl(mean, reference, kl_std)  # type: ignore[arg-type]
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((log_prob.detach() - old) ** 2).mean())
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)

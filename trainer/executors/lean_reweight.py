@@ -28,7 +28,6 @@ import time
 
 import torch
 
-from trainer.advantages import EPS
 from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
 from trainer.executors.gradient_buffers import (
@@ -45,7 +44,7 @@ from trainer.executors.recompute import recompute_gradients, recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch
-from trainer.loss import flow_grpo_kl
+from trainer.loss import reference_kl
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory
 from trainer.spec import LeanReweightOptions
@@ -79,7 +78,9 @@ class LeanReweightExecutor(Executor):
         spec = self.job.spec.algorithm
         if local == 1:
             return "per_rank"
-        if not spec.global_std and math.sqrt(spec.group_size - 1) > spec.adv_clip:
+        size = spec.group_size  # the largest |A| a group std allows (Samuelson's bound)
+        largest = (size - 1) / math.sqrt(size) if spec.unbiased_std else math.sqrt(size - 1)
+        if not spec.global_std and largest > spec.adv_clip:
             return "per_sample"
         return "affine"
 
@@ -100,7 +101,7 @@ class LeanReweightExecutor(Executor):
         def provisional(forward: TrainedForward) -> None:
             began = time.perf_counter()
             if kl_buffer is not None:
-                kl = flow_grpo_kl(forward.out.mean, forward.reference_mean, forward.out.kl_std)  # type: ignore[arg-type]
+                kl = reference_kl(forward.out.mean, forward.reference_mean, job.algorithm.kl_std(forward.out))  # type: ignore[arg-type]
                 kls.append(float(kl.detach()))
                 kl_buffer.backward(spec.kl_beta * kl * scale)
             (-forward.out.log_prob.sum()).backward()
@@ -127,8 +128,8 @@ class LeanReweightExecutor(Executor):
             began = time.perf_counter()
             local = torch.tensor([rewards_local[r] for r in group_rows], dtype=torch.float64)
             gathered = job.dist.all_gather(local)
-            mean, std = float(gathered.mean()), float(gathered.std(unbiased=False))
-            divisor = 1.0 if spec.global_std else std + EPS
+            mean, std = float(gathered.mean()), float(gathered.std(unbiased=bool(spec.unbiased_std)))
+            divisor = 1.0 if spec.global_std else std + spec.advantage_eps
             if not spec.global_std and regime == "affine":
                 worst = max(worst, float((gathered - mean).abs().max()) / divisor)
             if isinstance(buffers, AffineBuffers):
@@ -159,7 +160,7 @@ class LeanReweightExecutor(Executor):
         )
         advantages, stats, gathered_rewards = job.advantages(scores, batch)
         if spec.global_std:
-            spread = float(gathered_rewards.double().std(unbiased=False)) + EPS
+            spread = float(gathered_rewards.double().std(unbiased=bool(spec.unbiased_std))) + spec.advantage_eps
             for total in accumulator or []:
                 total.div_(spread)
             all_groups = job.dist.all_gather(batch.group_ids)

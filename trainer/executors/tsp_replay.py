@@ -14,7 +14,7 @@ from trainer.executors.step_report import StepReport
 from trainer.executors.units import Unit
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
-from trainer.loss import clipped_policy_loss, flow_grpo_kl
+from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
@@ -55,7 +55,8 @@ def replay_unit(
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
         if spec.kl_beta > 0:
-            kl = flow_grpo_kl(out.mean, reference_mean(job, x, index, sigma, cond, uncond, x_next), out.kl_std)
+            reference = reference_mean(job, x, index, sigma, cond, uncond, x_next)
+            kl = reference_kl(out.mean, reference, algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         (loss * rows / (total * trained)).backward()
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())

@@ -1,7 +1,14 @@
-"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO) and its numbers."""
+"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO) and its numbers.
+
+Where an algorithm's upstream code fixes a choice (its trained steps, its advantage std, its KL form,
+whether it has a CPS step), ``UPSTREAM`` holds it and a field left unset takes it; docs/algorithms.md
+gives the source of each.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pydantic import Field, model_validator
@@ -10,6 +17,29 @@ from trainer.spec.base import Section, SpecError
 
 AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo"]
 ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
+
+Sampler = Literal["sde", "cps"]
+KlForm = Literal["flow_grpo", "exact"]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An algorithm's choices as its released code makes them."""
+
+    trained_fraction: float  # K = ⌊fraction · (T − 1)⌋ trained steps by default (at least 1)
+    global_std: bool  # advantages divided by the whole step's reward std, or by each group's
+    unbiased_std: bool  # that std divides by n − 1 (torch.std) rather than n (numpy.std)
+    advantage_eps: float  # added to the std
+    kl_form: KlForm
+    samplers: tuple[Sampler, ...]  # the step forms its code offers
+
+
+UPSTREAM: dict[str, Upstream] = {
+    "flow_grpo": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps")),
+    "flow_grpo_fast": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps")),
+    "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",)),
+    "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",)),
+}
 
 # Options only some algorithms read.
 ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
@@ -24,7 +54,9 @@ class AlgorithmSpec(Section):
     name: AlgorithmName = "flow_grpo"
     sampling_steps: int = Field(10, ge=2, le=1000, description="T, denoising steps per rollout")
     train_timesteps: int | None = Field(
-        None, ge=1, description="K, trained steps per sample; must be < sampling_steps (default T-1)"
+        None,
+        ge=1,
+        description="K, trained steps per sample; must be < sampling_steps (default T-1; dance_grpo ⌊0.6 (T-1)⌋)",
     )
     group_size: int = Field(4, ge=2, le=1024, description="G, samples per prompt")
     prompts_per_step: int = Field(2, ge=1, le=4096, description="prompts per optimizer step")
@@ -34,7 +66,23 @@ class AlgorithmSpec(Section):
     clip_range: float = Field(1e-4, gt=0, le=1.0)
     kl_beta: float = Field(0.0, ge=0)
     adv_clip: float = Field(5.0, gt=0)
-    global_std: bool = True
+    global_std: bool | None = Field(
+        None,
+        description="divide advantages by the std of the whole step's rewards (true) or of each prompt's group "
+        "(false); default: true, dance_grpo false",
+    )
+    unbiased_std: bool | None = Field(
+        None, description="that std divides by n - 1 rather than n; default: false, dance_grpo true"
+    )
+    sampler: Sampler = Field(
+        "sde",
+        description="the stochastic step: 'sde' (the algorithm's Gaussian step) or 'cps' (flow_grpo, flow_grpo_fast)",
+    )
+    kl_form: KlForm | None = Field(
+        None,
+        description="the KL term's divisor: 'flow_grpo' (2g², Flow-GRPO's code) or 'exact' (2τ², the Gaussians' KL); "
+        "default: exact for flash_grpo, flow_grpo otherwise",
+    )
     cfg_scale: float = Field(1.0, ge=1.0, le=30.0, description="1.0 disables classifier-free guidance")
     shift: float | None = Field(
         None, gt=0, le=100.0, description="schedule shift s; overrides the checkpoint's scheduler config"
@@ -59,13 +107,24 @@ class AlgorithmSpec(Section):
         for option in set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]:
             if getattr(self, option) is not None:
                 raise SpecError(option, f"does not apply to algorithm {self.name!r}")
+        upstream = UPSTREAM[self.name]
+        if self.sampler not in upstream.samplers:
+            allowed = ", ".join(upstream.samplers)
+            message = f"{self.name} has no {self.sampler!r} step in its upstream code; allowed: {allowed}"
+            raise SpecError("sampler", message)
+        if self.global_std is None:
+            self.global_std = upstream.global_std
+        if self.unbiased_std is None:
+            self.unbiased_std = upstream.unbiased_std
+        if self.kl_form is None:
+            self.kl_form = upstream.kl_form
         last = self.sampling_steps - 1
         if self.name == "flow_grpo_fast":
             self._window(last)
         if self.name == "flash_grpo":
             self._candidates(last)
         if self.train_timesteps is None:
-            self.train_timesteps = last
+            self.train_timesteps = max(1, math.floor(upstream.trained_fraction * last))
         if self.train_timesteps >= self.sampling_steps:
             raise SpecError(
                 "train_timesteps",
@@ -106,3 +165,8 @@ class AlgorithmSpec(Section):
         if self.train_timesteps not in (None, 1):
             raise SpecError("train_timesteps", "flash_grpo trains exactly one step per sample: leave it unset or 1")
         self.train_timesteps = 1
+
+    @property
+    def advantage_eps(self) -> float:
+        """ε added to the advantages' std, as the algorithm's upstream code adds it."""
+        return UPSTREAM[self.name].advantage_eps
