@@ -1,4 +1,4 @@
-"""The gradient audit (executors.md §6.1): one training step per executor on one fixed
+"""The gradient audit (docs/executors.md §4): one training step per executor on one fixed
 trajectory, gradients compared with native's.
 
 The native sampler rolls out the step's whole batch once; its latents, log-probs and rewards are
@@ -39,10 +39,10 @@ from trainer.spec import (
     with_executor,
 )
 
-# Relative L2 each exact executor must stay within (§6.1 table; digenrl with staleness forced to 0);
+# Relative L2 each exact executor must stay within (digenrl with staleness forced to 0);
 # others are reported only.
 THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
-# The bound of each exactness class (executors.md §1): E0 bitwise, E1 up to floating-point reassociation.
+# The bound of each exactness class (docs/executors.md §1): E0 bitwise, E1 up to floating-point reassociation.
 CLASS_BOUNDS = {"E0": 0.0, "E1": 1e-5}
 WORST_TENSORS = 5
 

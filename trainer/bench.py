@@ -1,4 +1,4 @@
-"""The executor benchmark (executors.md §6.2): executors interleaved in one process run.
+"""The executor benchmark (docs/executors.md §5): executors interleaved in one process run.
 
 Every executor trains the same job (model, spec, batch shape) with its own step counter:
 warm-up rounds are discarded, then rounds A B A B … are timed so drift cancels. Per executor:

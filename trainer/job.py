@@ -1,9 +1,9 @@
 """``TrainingJob``: the pieces of one job that an executor composes into a training step.
 
 It holds the model family, the trainable policy, the optimizer, the algorithm, the reward and
-the process group, and offers the primitive operations of algorithms.md — plan, roll out,
+the process group, and offers the primitive operations of docs/algorithms.md — plan, roll out,
 score, advantages, the loss at one trained step, gradient synchronisation, optimizer step.
-It decides nothing about *when* these run; that is the executor's job (executors.md §1).
+It decides nothing about *when* these run; that is the executor's job (docs/executors.md).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class StepTerms:
 
 @dataclass
 class Replay:
-    """A fixed trajectory and its scores: in replay mode (executors.md §6.1) every executor's
+    """A fixed trajectory and its scores: in replay mode (docs/executors.md §4) every executor's
     forwards see exactly these inputs instead of drawing noise, so gradients can be compared."""
 
     trajectory: Trajectory

@@ -1,7 +1,7 @@
 """Deterministic random streams keyed by what they are for, so runs and resumes reproduce.
 
 Per-sample noise is keyed by (seed, step, global sample id): distinct for every group member
-(no duplicate samples, algorithms.md §9.9) and independent of how samples are laid out on ranks.
+(no duplicate samples) and independent of how samples are laid out on ranks.
 """
 
 from __future__ import annotations

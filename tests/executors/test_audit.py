@@ -1,4 +1,4 @@
-"""The gradient audit of executors.md §6.1 on the tiny model: thresholds in one process and
+"""The gradient audit of docs/executors.md §4 on the tiny model: thresholds in one process and
 with two gloo ranks under torchrun (digenrl's generator and trainer included); JAGG reported, and
 equal to native when nothing is routed."""
 

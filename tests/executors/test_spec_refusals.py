@@ -1,5 +1,5 @@
 """Executor/algorithm/resources pairs that are not exact or cannot run are refused by the spec,
-with the field named (executors.md §3.7)."""
+with the field named."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Group advantages (algorithms.md §4) on hand-made groups."""
+"""Group advantages (docs/algorithms.md §4) on hand-made groups."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What each algorithm plans (algorithms.md §3): stochastic steps, trained steps, weights."""
+"""What each algorithm plans (docs/algorithms.md §3): stochastic steps, trained steps, weights."""
 
 from __future__ import annotations
 

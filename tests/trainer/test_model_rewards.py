@@ -1,4 +1,4 @@
-"""Model-based rewards load a CLIP directory and score with their reference formulas (§7).
+"""Model-based rewards load a CLIP directory and score with their reference formulas.
 
 The CLIP models are tiny random-weight ones built and saved here; a word-level tokenizer and
 a CLIP image processor stand in for the real ones and load through the same Auto classes.

@@ -1,4 +1,4 @@
-"""The SDE step against algorithms.md §2: Gaussian log-density, ODE limit, score factor c."""
+"""The SDE step against docs/algorithms.md §2: Gaussian log-density, ODE limit, score factor c."""
 
 from __future__ import annotations
 

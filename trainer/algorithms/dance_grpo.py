@@ -1,4 +1,4 @@
-"""DanceGRPO (§3.3): η-SDE at every step; each sample trains its own random K of the first T − 1
+"""DanceGRPO (docs/algorithms.md §3.3): η-SDE at every step; each sample trains its own random K of the first T − 1
 steps (the last transition is always dropped), in the permuted order.
 
 Permutations are drawn per global sample id from a step-seeded generator, so they do not

@@ -1,4 +1,4 @@
-"""Flash-GRPO (§3.5): one iso-temporal SDE step per prompt, ODE elsewhere, K = 1, 1/c weights.
+"""Flash-GRPO (docs/algorithms.md §3.4): one iso-temporal SDE step per prompt, ODE elsewhere, K = 1, 1/c weights.
 
 Rank 0 draws a step k_p from the first ``candidate_steps`` steps for every prompt group and
 broadcasts the map, so every member of a group, on any rank, is perturbed and trained at the

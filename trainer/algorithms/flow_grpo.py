@@ -1,7 +1,7 @@
-"""Flow-GRPO (§3.1): SDE at every step; the first K steps trained, in time order.
+"""Flow-GRPO (docs/algorithms.md §3.1): SDE at every step; the first K steps trained, in time order.
 
 The default K = T − 1 leaves out the near-clean last step, whose Gaussian is too peaked
-to give a usable ratio (§9.2); the spec refuses K ≥ T.
+to give a usable ratio; the spec refuses K ≥ T.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Flow-GRPO-Fast, window version (§3.2b): an SDE window of w steps, ODE elsewhere; K = w.
+"""Flow-GRPO-Fast, window version (docs/algorithms.md §3.2): an SDE window of w steps, ODE elsewhere; K = w.
 
 The window start is drawn uniformly from ``window_range`` = [r0, r1) with a step-seeded
 generator, so it is the same on every rank (the reference shares it per rank only) and the

@@ -1,1 +1,1 @@
-"""Executors: the execution schedule of one training step for a fixed objective (executors.md)."""
+"""Executors: the execution schedule of one training step for a fixed objective (docs/executors.md)."""

@@ -2,7 +2,7 @@
 
 An executor turns one :class:`~trainer.layout.SampleBatch` into one (or more) optimizer steps.
 The objective is fixed by the algorithm and the reward; the executor decides only the schedule
-(executors.md §1):
+(docs/executors.md):
 
 1. when the T rollout forwards run and whether with grad (``job.rollout`` runs under the
    caller's grad mode; ``trainer.rollout.denoise_step`` is the single-step building block for

@@ -1,4 +1,4 @@
-"""Where lean_reweight's provisional per-sample gradients wait for their advantage (§3.4).
+"""Where lean_reweight's provisional per-sample gradients wait for their advantage (docs/executors.md §2).
 
 Autograd sums every backward into one ``.grad``; once two samples with pending advantages share
 it, no function of the sum recovers Σ A_n P_n (LeanGRPO App. C). Each regime is one exact way

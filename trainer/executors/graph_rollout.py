@@ -1,13 +1,13 @@
 """The rollout the Lean executors run: the rows that train at a step forwarded *with grad*, the rest without.
 
 It reproduces ``trainer.rollout.rollout`` operation for operation (same per-sample noise streams,
-same step math), so a graph kept from it is the graph native's re-forward would build (executors.md
-§2, "redundant recompute"). Only rows that train at step i carry a graph there: where some rows train
+same step math), so a graph kept from it is the graph native's re-forward would build (docs/executors.md
+§2). Only rows that train at step i carry a graph there: where some rows train
 and others do not (DanceGRPO's and Flash-GRPO's per-sample steps), the step runs as two forwards, the
 training rows with grad and the others without, so the backward later touches exactly the rows
 native's re-forwards do. When every row trains at the same steps (Flow-GRPO) the batch shape is the
 rollout's own. The next latent is always detached, so graphs never chain across steps. In replay mode
-(``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise (§6.1).
+(``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise (docs/executors.md §4).
 """
 
 from __future__ import annotations

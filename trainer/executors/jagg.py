@@ -1,4 +1,4 @@
-"""``jagg``: Jacobian-aggregated group gradients (executors.md §3.5; JAGG, arXiv 2607.17572).
+"""``jagg``: Jacobian-aggregated group gradients (docs/executors.md §2; JAGG, arXiv 2607.17572).
 
 Native's schedule, except that each sample's trained steps are sorted high noise first and cut
 into consecutive groups of W = ``group_width``; the first n_J = round(jagg_frac · ⌈K/W⌉) *full*

@@ -1,5 +1,5 @@
 """``lean_retain``: keep the rollout's graphs, backward them once the advantages are known
-(executors.md §3.3, LeanGRPO *Retain*).
+(docs/executors.md §2, LeanGRPO *Retain*).
 
 The rank's samples are rolled out together, in the batch shape native re-forwards, with every
 trained step forwarded with grad; its log-prob graph is kept and the next latent detached.
@@ -17,7 +17,7 @@ is refused, unless ``on_memory_guard`` declares a fallback schedule, which then 
 
 Hybrid schedule (``executor.after_first_update: native``): with several optimizer steps per rollout
 (``algorithm.inner_epochs``), the kept graphs give the first update only; the later ones re-forward
-as native does, so the whole step is still native's (executors.md §3.3).
+as native does, so the whole step is still native's (docs/executors.md §2).
 """
 
 from __future__ import annotations

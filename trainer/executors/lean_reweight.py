@@ -1,5 +1,5 @@
 """``lean_reweight``: backward each trained step at once with unit advantage, correct later
-(executors.md §3.4, LeanGRPO *Reweight*, Algorithm 1).
+(docs/executors.md §2, LeanGRPO *Reweight*, Algorithm 1).
 
 Per prompt group, each of the rank's Q samples of that prompt (shared-prompt layout) is rolled
 out alone; at every trained step the with-grad forward is backwarded immediately with the

@@ -1,4 +1,4 @@
-"""``native``: the reference schedule (executors.md §3.1).
+"""``native``: the reference schedule (docs/executors.md §2).
 
 Roll out under ``no_grad``; score and form advantages; then, for each inner epoch, re-forward
 every trained step with grad over the whole local batch (one micro-batch, the rollout's own

@@ -1,4 +1,4 @@
-"""Time-step parallel replay (TSP, executors.md §3.6): digenrl's trainer replays one unit's K trained
+"""Time-step parallel replay (TSP, docs/executors.md §2): digenrl's trainer replays one unit's K trained
 steps as batched forwards/backwards of up to ``executor.timestep_batch`` rows instead of K sequential
 ones. The loss is native's clipped surrogate with ρ = exp(ℓ_θ − ℓ_old) against the *generating*
 policy's log-prob (+ β·KL against the reference), each batch scaled by rows/(NK), so the trainer pool's

@@ -1,4 +1,4 @@
-"""The unit digenrl streams from a generator to a trainer: one finished sample (§3.6, GAP).
+"""The unit digenrl streams from a generator to a trainer: one finished sample (GAP).
 
 A unit carries what the trainer needs to replay the sample's trained steps and weigh them:
 the latent trajectory, the generating policy's log-probs (the ratio's denominator), the

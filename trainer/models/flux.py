@@ -16,7 +16,7 @@ from torch import nn
 from trainer.models.base import Conditioning, ModelFamily
 from trainer.sampling.schedule import CheckpointSchedule
 
-DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default (algorithms.md §6)
+DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default guidance (its diffusers pipeline's guidance_scale)
 
 
 class FluxFamily(ModelFamily):

@@ -1,1 +1,1 @@
-"""Flow-matching schedules and the stochastic / deterministic sampler steps (algorithms.md §1–2)."""
+"""Flow-matching schedules and the stochastic / deterministic sampler steps (docs/algorithms.md §1–2)."""

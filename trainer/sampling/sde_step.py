@@ -1,4 +1,4 @@
-"""The SDE step with its log-probability, exactly as algorithms.md §2.7.
+"""The SDE step with its log-probability, exactly as docs/algorithms.md §2.
 
 One function serves rollout and training, so the log-probs of the two paths are computed by
 the same arithmetic (the on-policy ratio must be exactly 1). The step index may differ per
@@ -31,7 +31,7 @@ def _per_sample(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def diffusion_coefficient(kind: SdeKind, sigmas: torch.Tensor, i: torch.Tensor, level: float) -> torch.Tensor:
-    """g_i per sample for the Gaussian samplers (§2.1 table), in fp64."""
+    """g_i per sample for the Gaussian samplers (§2.2), in fp64."""
     s = sigmas[i]
     if kind == "flow_grpo":
         denominator = 1 - torch.where(s == 1, sigmas[1], s)
@@ -44,7 +44,7 @@ def diffusion_coefficient(kind: SdeKind, sigmas: torch.Tensor, i: torch.Tensor, 
 
 
 def score_factor(kind: SdeKind, sigmas: torch.Tensor, i: torch.Tensor, level: float) -> torch.Tensor:
-    """c_i = |h_i| / τ_i, the score-function factor of §3.5, from the run's own coefficients."""
+    """c_i = |h_i| / τ_i, the score-function factor of §3.4, from the run's own coefficients."""
     s, d = sigmas[i], sigmas[i + 1] - sigmas[i]
     g = diffusion_coefficient(kind, sigmas, i, level)
     h = d * (1 + g * g * (1 - s) / (2 * s))
