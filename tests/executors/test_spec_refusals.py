@@ -45,6 +45,7 @@ def refused_field(**sections: Any) -> str:
         ),
         ({"executor": {"name": "native", "buffer_regime": "affine"}}, "executor.buffer_regime"),
         ({"executor": {"name": "jagg", "after_first_update": "native"}}, "executor.after_first_update"),
+        ({"executor": {"name": ["jagg"]}}, "executor.name"),
     ],
 )
 def test_unsupported_pair_is_refused_naming_the_field(sections: dict[str, Any], field: str) -> None:

@@ -117,7 +117,7 @@ def executor_input(value: Any) -> Any:
         return value
     data = {key: option for key, option in value.items() if option is not None}
     name = data.setdefault("name", "native")
-    if name not in OPTION_MODELS:
+    if not isinstance(name, str) or name not in OPTION_MODELS:
         raise SpecError("name", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
     for key in data:
         owners = [owner for owner, options in EXECUTOR_OPTIONS.items() if key in options]
