@@ -43,6 +43,7 @@ class Job(_Model):
     cancel_requested: bool = False
     wait_reason: str | None = None
     error: str | None = None
+    root_cause: str | None = None
     step: int = 0
     total_steps: int = 0
     last_reward: float | None = None

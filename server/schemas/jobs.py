@@ -43,6 +43,9 @@ class JobSummary(ReadModel):
     cancel_requested: bool
     wait_reason: str | None
     error: str | None
+    root_cause: str | None = Field(
+        description="a failed job's cause in one line: the exception its traceback ends with (the full text is `error`)"
+    )
     step: int
     total_steps: int
     last_reward: float | None

@@ -19,12 +19,13 @@ from server.models import JOB_STATES, Job
 from server.schemas.jobs import JobDetail, JobPage, JobSummary
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
+from server.services.root_cause import root_cause
 from server.services.scoping import VISIBLE_JOB, visibility
 from server.services.sql_text import column_types, rows_as_dicts, select_text
 from server.services.throughput import samples_per_s
 
 # samples/s is not a column: services.throughput computes it, as for the compare answer.
-_SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in ("owner", "team", "samples_per_s"))
+_SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in ("owner", "team", "samples_per_s", "root_cause"))
 _SUMMARIES = TypeAdapter(list[JobSummary])
 _JOB = Job.__table__.c
 _NAMES = {"owner": String, "team": String}
@@ -130,6 +131,7 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
     speeds = samples_per_s(session, [row["id"] for row in rows])
     for row in rows:
         row["samples_per_s"] = speeds[row["id"]]
+        row["root_cause"] = root_cause(row["error"])
     return JobPage(items=_SUMMARIES.validate_python(rows), total=total, limit=limit, offset=offset)
 
 
@@ -143,4 +145,5 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job["allocations"] = rows_as_dicts(session.execute(_ALLOCATIONS, {"job_id": job_id, "attempt": job["attempt"]}))
     job["events"] = rows_as_dicts(session.execute(_EVENTS, {"job_id": job_id}))
     job["samples_per_s"] = samples_per_s(session, [job_id])[job_id]
+    job["root_cause"] = root_cause(job["error"])
     return JobDetail.model_validate(job)

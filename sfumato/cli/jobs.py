@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -102,7 +103,9 @@ def submit(
     if as_json:
         print_json(job.to_json())
     if job.status != "succeeded":
-        raise fail(f"job {job.id} {job.status}" + (f": {job.error}" if job.error else ""))
+        cause = job.root_cause or job.error
+        hint = f" (the full error: sfumato show {job.id})" if job.error and cause != job.error else ""
+        raise fail(f"job {job.id} {job.status}" + (f": {cause}{hint}" if cause else ""))
     if not as_json:
         out.print(
             f"job {job.id} succeeded: final reward {number(job.last_reward)} after {job.step} steps "
@@ -165,9 +168,10 @@ def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOpt
         "finished": when(job.finished_at),
     }
     if job.error:
+        rows["cause"] = job.root_cause or job.error
         rows["error"] = job.error
     for key, value in rows.items():
-        table.add_row(f"[bold]{key}[/bold]", value)
+        table.add_row(f"[bold]{key}[/bold]", escape(value))
     out.print(table)
     for event in job.events or []:
         out.print(f"  {when(event.created_at)}  {event.status:<10} {event.message or ''}", markup=False)

@@ -44,6 +44,14 @@ from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
 
 PASSWORD = "correct horse battery"
+# How the worker records a trainer that died on a traceback (services.job_runs).
+HOSTILE_ERROR = (
+    "trainer exited with code 1 on gpu-node-1 (node 0)\n"
+    "Traceback (most recent call last):\n"
+    '  File "/srv/sfumato/trainer/models/loading.py", line 88, in load_pipeline\n'
+    '    raise OSError(f"cannot reach the model hub: {reason}")\n'
+    "OSError: cannot reach the model hub: name or service not known"
+)
 XSS = "<script>alert('x')</script>"
 SPEC_BASE = {
     "name": "job",
@@ -275,9 +283,7 @@ def seed_world(session: Session, artifact_root: Path) -> World:
         add_metrics(session, job, range(0, 40), speed=speed)
         add_samples(session, job, artifact_root, list(range(0, 40, 5)), ["a red apple", "a blue ocean", XSS])
         finished.append(job)
-    hostile = make_job(
-        session, member, team, XSS, "native", status="failed", attempt=3, error="CUDA error: out of memory"
-    )
+    hostile = make_job(session, member, team, XSS, "native", status="failed", attempt=3, error=HOSTILE_ERROR)
     queued = [
         make_job(
             session,

@@ -238,3 +238,15 @@ def test_later_log_lines_do_not_ask_to_delete_the_placeholder_again(
         first = session.scalar(select(func.min(LogLine.id)).where(LogLine.job_id == queued))
     later = client.get(f"/jobs/{queued}/logs?after={first}").text
     assert "two" in later and "hx-swap-oob" not in later  # htmx would report oobErrorNoTarget
+
+
+def test_a_failed_job_s_header_reads_its_root_cause_first_then_the_traceback(client: TestClient, world: World) -> None:
+    assert world.hostile is not None
+    html = client.get(f"/jobs/{world.hostile.id}").text
+    cause = html.index('<p class="notice bad root-cause" role="alert">')
+    assert (
+        html[cause:]
+        .split("</p>", 1)[0]
+        .endswith("<strong>OSError: cannot reach the model hub: name or service not known</strong>")
+    )
+    assert cause < html.index("Traceback (most recent call last):")
