@@ -18,7 +18,7 @@ from security_support import login_with_token
 from server_harness import Harness, png_bytes
 from sqlalchemy import update
 
-from server.models import Artifact, Device, Job, Sample
+from server.models import Allocation, Artifact, Device, Job, Sample
 from server.schemas.common import MAX_INT32
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
@@ -43,12 +43,27 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
     last_finite["value"], last_finite["wall"] = [value, value, 0.5], [value, value, 1.0]
     by_key = {"loss": first_finite, "reward/mean": last_finite, "throughput/samples_per_s": first_finite}
     with harness.session() as session:
-        session.execute(update(Job).where(Job.id == job_id).values(last_reward=value, step=MAX_INT32, total_steps=1))
         session.execute(
-            update(Sample).where(Sample.id == sample_id).values(reward=value, seed=MAX_INT64, width=MAX_INT32)
+            update(Job)
+            .where(Job.id == job_id)
+            .values(
+                last_reward=value,
+                step=MAX_INT32,
+                total_steps=1,
+                priority=MAX_INT32,
+                max_attempts=MAX_INT32,
+                devices=MAX_INT32,
+                nodes=MAX_INT32,
+            )
+        )
+        session.execute(
+            update(Sample)
+            .where(Sample.id == sample_id)
+            .values(reward=value, seed=MAX_INT64, width=MAX_INT32, height=MAX_INT32, step=MAX_INT32)
         )
         session.execute(update(Artifact).where(Artifact.job_id == job_id).values(size_bytes=MAX_INT64, step=MAX_INT32))
         session.execute(update(Device).values(memory_bytes=MAX_INT64))
+        session.execute(update(Allocation).where(Allocation.job_id == job_id).values(exit_code=MAX_INT32))
         record_first_step(session, job_id, 1, 1)
         metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints(by_key))
         session.commit()
