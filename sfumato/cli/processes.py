@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -39,20 +40,45 @@ def _migrate(settings: Settings) -> None:
     upgrade(url)
 
 
-def _bootstrap(settings: Settings) -> None:
-    """Schema up to date, and the admin user and token exist (the token printed when new)."""
+def _bootstrap(settings: Settings) -> str | None:
+    """Schema up to date, and the admin user and token exist; returns the token when it is new (to print once)."""
     from server.db import session_scope
     from server.services.auth import ensure_admin
 
     _migrate(settings)
     with session_scope() as session:
         token = ensure_admin(session, settings)
-    if token:
-        console.print(f"[bold]admin API token (shown once):[/bold] {token}")
-    elif settings.admin_token:
-        console.print("accepting the admin token from SFUMATO_ADMIN_TOKEN")
-    else:
-        console.print("the admin exists already; use its token (or set SFUMATO_ADMIN_TOKEN)")
+    if token is None:
+        if settings.admin_token:
+            console.print("accepting the admin token from SFUMATO_ADMIN_TOKEN")
+        else:
+            console.print("the admin exists already; use its token (or set SFUMATO_ADMIN_TOKEN)")
+    return token
+
+
+def _print_token(token: str, url: str) -> None:
+    """The admin token, set apart from the other processes' output so that it is not missed."""
+    rule = "─" * 72
+    console.print(f"\n{rule}\n[bold]admin API token (shown once):[/bold] {token}", soft_wrap=True)
+    console.print(f"log in at {url}/login with it, or: sfumato login --url {url}\n{rule}\n", soft_wrap=True)
+
+
+def _wait_for_worker(settings: Settings, children: list[_Child], timeout_s: float = 120.0) -> None:
+    """Until this machine's worker has registered its host (its start-up banner is printed by then), a child
+    ended, or `timeout_s` passed."""
+    from sqlalchemy import select
+
+    from server.db import session_scope
+    from server.models import Host
+    from worker.host_agent import host_name
+
+    name = host_name(settings)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and all(c.proc is None or c.proc.poll() is None for c in children):
+        with session_scope() as session:
+            if session.scalar(select(Host.id).where(Host.name == name, Host.status == "online")) is not None:
+                return
+        time.sleep(0.5)
 
 
 @db_app.command("upgrade")
@@ -89,7 +115,9 @@ def server(
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     if bootstrap:
-        _bootstrap(settings)
+        token = _bootstrap(settings)
+        if token:
+            _print_token(token, _public_url(host, port))
     processes = workers or os.cpu_count() or 1
     uvicorn.run(
         "sfumato.app:create_app",
@@ -206,7 +234,7 @@ def up(
     get_settings.cache_clear()
     settings = get_settings()
 
-    _bootstrap(settings)
+    token = _bootstrap(settings)
 
     me = [sys.executable, "-m", "sfumato.cli"]
     children = [
@@ -228,7 +256,11 @@ def up(
         for child in children:
             # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
             child.proc = subprocess.Popen(child.argv, start_new_session=True, preexec_fn=terminate_with_parent)
+        if token:
+            _wait_for_worker(settings, children)
         console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
+        if token:
+            _print_token(token, _public_url(host, port))
         while not stop.is_set():
             ended = [c for c in children if c.proc is not None and c.proc.poll() is not None]
             if ended:
