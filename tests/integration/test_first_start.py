@@ -26,5 +26,8 @@ def test_the_admin_token_is_printed_last_after_the_worker_s_banner(tmp_path: Pat
     token = text.index("admin API token (shown once): sfu_")
     assert banner < up < token
     block = text[token:].split("\n")
-    assert block[1] == f"log in at http://127.0.0.1:{platform.port}/login with it, or: sfumato login --url http://127.0.0.1:{platform.port}"
+    assert (
+        block[1]
+        == f"log in at http://127.0.0.1:{platform.port}/login with it, or: sfumato login --url http://127.0.0.1:{platform.port}"
+    )
     assert set(block[2]) == {"─"}
