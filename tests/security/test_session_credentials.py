@@ -22,8 +22,10 @@ def test_revoking_a_token_ends_the_page_session_it_opened(harness: Harness) -> N
     lena = harness.add_user("lena", "default")
     assert login_with_token(harness, lena) == 303 and _settings_status(harness) == 200
     token_id = harness.client.get("/api/v1/tokens", headers=lena).json()["items"][0]["id"]
+    assert harness.client.get("/api/v1/jobs").status_code == 200  # the API reads with the page's cookie
     assert harness.client.delete(f"/api/v1/tokens/{token_id}", headers=lena).status_code == 204
     assert _settings_status(harness) == 303
+    assert harness.client.get("/api/v1/jobs").status_code == 401
 
 
 def test_an_expired_token_ends_the_page_session_it_opened(harness: Harness) -> None:
