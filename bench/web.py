@@ -54,6 +54,7 @@ DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 RESULTS = REPO / "bench" / "results"
 PASSWORD = "bench-password"
 BIG_STEPS = 50_000
+COMPARED_BIG_JOBS = 8  # the compare API's target: 8 jobs of 1,000,000 points each
 # The keys a trainer reports every step (20): 20 x 50,000 = 1,000,000 points.
 BIG_KEYS = [
     "reward/mean",
@@ -189,12 +190,59 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
         raw.commit()
     finally:
         raw.close()
+    big_twins = twin_big_job(app, ids[0], COMPARED_BIG_JOBS - 1)
     with app.state.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))  # what autovacuum does soon after a bulk load
         points = conn.scalar(text("SELECT sum(n) FROM metric_blocks"))
         big_points = conn.scalar(text("SELECT sum(n) FROM metric_blocks WHERE job_id = :j"), {"j": ids[0]})
         samples = conn.scalar(text("SELECT count(*) FROM samples WHERE job_id = :j"), {"j": ids[0]})
-    return {"ids": ids, "big": ids[0], "points": points, "big_points": big_points, "samples": samples}
+    return {
+        "ids": ids,
+        "big": ids[0],
+        "big_twins": big_twins,
+        "points": points,
+        "big_points": big_points,
+        "samples": samples,
+    }
+
+
+def twin_big_job(app: Any, big: int, count: int) -> list[int]:
+    """`count` more jobs with the big job's 1,000,000 points (its blocks copied inside PostgreSQL), each under
+    another executor: what the compare API reads for 8 big jobs."""
+    columns = "key, attempt, block, n, total, first_step, first_wall, last_step, last_value, last_wall, "
+    columns += "min_value, max_value, points, tiles"
+    twins = []
+    with app.state.engine.begin() as conn:
+        for n in range(count):
+            executor = EXECUTORS[(n + 1) % len(EXECUTORS)]
+            twin = conn.scalar(
+                text(
+                    "INSERT INTO jobs (name, spec, status, priority, algorithm, executor, model_family, device_type, "
+                    "devices, nodes, attempt, max_attempts, owner_id, team_id, cancel_requested, step, total_steps, "
+                    "last_reward, created_at, started_at, finished_at) "
+                    "SELECT name || '-twin-' || :n, spec, status, priority, algorithm, :executor, model_family, "
+                    "device_type, devices, nodes, attempt, max_attempts, owner_id, team_id, cancel_requested, step, "
+                    "total_steps, last_reward, created_at, started_at, finished_at FROM jobs WHERE id = :big "
+                    "RETURNING id"
+                ),
+                {"n": n, "executor": executor, "big": big},
+            )
+            conn.execute(
+                text(
+                    f"INSERT INTO metric_blocks (job_id, {columns}) SELECT :twin, {columns} FROM metric_blocks "
+                    "WHERE job_id = :big"
+                ),
+                {"twin": twin, "big": big},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO metric_attempts (job_id, attempt, first_step) SELECT :twin, attempt, first_step "
+                    "FROM metric_attempts WHERE job_id = :big"
+                ),
+                {"twin": twin, "big": big},
+            )
+            twins.append(twin)
+    return twins
 
 
 # ---- timing ----------------------------------------------------------------------------------------------
@@ -247,6 +295,8 @@ def cases(world: dict[str, Any]) -> list[tuple[str, str, float | None]]:
         if keys := chart_keys(chart):
             out.append((f"Chart data: {chart['title']}", f"{api}?keys={','.join(keys)}&max_points={MAX_POINTS}", 100))
     out += [("Compare page HTML (8 jobs)", "/compare?" + "&".join(f"job={i}" for i in compare), 300)]
+    bigs = ",".join(str(i) for i in [big, *world["big_twins"]])
+    out += [(f"Compare API ({COMPARED_BIG_JOBS} jobs of 1M points each)", f"/api/v1/compare?jobs={bigs}", 200)]
     compare_keys = "reward/mean,throughput/samples_per_s,memory/peak_bytes,time/step,loss,kl"
     out += [
         ("Compare chart data (1M-point job)", f"{api}?keys={compare_keys}&max_points={MAX_POINTS}", 100),

@@ -63,9 +63,10 @@ def _print_token(token: str, url: str) -> None:
     console.print(f"log in at {url}/login with it, or: sfumato login --url {url}\n{rule}\n", soft_wrap=True)
 
 
-def _wait_for_worker(settings: Settings, children: list[_Child], timeout_s: float = 120.0) -> None:
-    """Until this machine's worker has registered its host (its start-up banner is printed by then), a child
-    ended, or `timeout_s` passed."""
+def _wait_until_ready(settings: Settings, url: str, children: list[_Child], timeout_s: float = 120.0) -> None:
+    """Until the server answers and this machine's worker has registered its host (its start-up banner is
+    printed by then), a child ended, or `timeout_s` passed."""
+    import httpx
     from sqlalchemy import select
 
     from server.db import session_scope
@@ -76,8 +77,13 @@ def _wait_for_worker(settings: Settings, children: list[_Child], timeout_s: floa
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and all(c.proc is None or c.proc.poll() is None for c in children):
         with session_scope() as session:
-            if session.scalar(select(Host.id).where(Host.name == name, Host.status == "online")) is not None:
-                return
+            registered = session.scalar(select(Host.id).where(Host.name == name, Host.status == "online"))
+        try:
+            answers = httpx.get(f"{url}/api/v1/health", timeout=2).is_success
+        except httpx.HTTPError:
+            answers = False
+        if registered is not None and answers:
+            return
         time.sleep(0.5)
 
 
@@ -257,7 +263,7 @@ def up(
             # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
             child.proc = subprocess.Popen(child.argv, start_new_session=True, preexec_fn=terminate_with_parent)
         if token:
-            _wait_for_worker(settings, children)
+            _wait_until_ready(settings, _public_url(host, port), children)
         console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
         if token:
             _print_token(token, _public_url(host, port))
