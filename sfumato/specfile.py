@@ -104,6 +104,10 @@ def check_path(schema: dict[str, Any], parts: list[str]) -> None:
             node = node.get("items", {})
             continue
         properties = node.get("properties")
+        if properties is None and "oneOf" in node:  # a union by `name` (the executor): any branch's field
+            properties = {}
+            for branch in node["oneOf"]:
+                properties.update(_resolve(branch, definitions).get("properties", {}))
         if properties is None:
             raise SpecFileError(f"--set {'.'.join(parts)}: {where} has no fields")
         if part not in properties:

@@ -105,3 +105,10 @@ def test_json_and_yaml_files_of_the_same_spec_read_the_same(tmp_path: Path) -> N
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(tiny()))
     (tmp_path / "spec.json").write_text(json.dumps(tiny()))
     assert read_spec_file(tmp_path / "spec.yaml", {}) == read_spec_file(tmp_path / "spec.json", {}) == tiny()
+
+
+def test_an_override_reaches_an_executor_option_of_any_executor() -> None:
+    spec = apply_overrides(tiny(), ["executor.name=jagg", "executor.group_width=4"], SCHEMA)
+    assert spec["executor"] == {"name": "jagg", "group_width": 4}
+    with pytest.raises(SpecFileError, match="executor has no field 'warp'; fields: "):
+        apply_overrides(tiny(), ["executor.warp=1"], SCHEMA)
