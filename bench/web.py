@@ -22,6 +22,7 @@ import math
 import os
 import platform
 import re
+import secrets
 import statistics
 import sys
 import tempfile
@@ -357,7 +358,7 @@ def main() -> None:
     with scratch_postgres_database(args.postgres_url, "sfumato_bench") as url, tempfile.TemporaryDirectory() as home:
         print(f"database: fresh {make_url(url).database} on {make_url(url).host}; migrating and loading…", flush=True)
         upgrade(url)
-        app = create_app(Settings(home=Path(home), database_url=url, secret_key="bench"))
+        app = create_app(Settings(home=Path(home), database_url=url, secret_key=secrets.token_hex(32)))
         started = time.perf_counter()
         world = seed(app, args.jobs)
         print(

@@ -250,3 +250,13 @@ def test_a_failed_job_s_header_reads_its_root_cause_first_then_the_traceback(cli
         .endswith("<strong>OSError: cannot reach the model hub: name or service not known</strong>")
     )
     assert cause < html.index("Traceback (most recent call last):")
+
+
+def test_the_submit_error_banner_lists_every_problem_linked_to_its_field(client: TestClient) -> None:
+    token = csrf_of(client.get("/submit").text)
+    form = {"csrf_token": token, "name": "bad", "algorithm.group_size": "1", "algorithm.learning_rate": "-1"}
+    response = client.post("/submit", data={**form, "reward.0.name": "brightness"})
+    banner = response.text.split('id="form-errors"', 1)[1].split("</div>", 1)[0]
+    assert "2 problems" in banner
+    for field in ("algorithm.group_size", "algorithm.learning_rate"):
+        assert f'<a href="#f-{field}"><code>{field}</code></a>: ' in banner

@@ -49,15 +49,14 @@ def _page(
     for error in errors or []:
         by_field.setdefault(error["field"], []).append(error["message"])
     sections = build_sections(values, by_field) if mode == "form" else []
-    shown = {f.name for s in sections for f in s.fields} | {s.name for s in sections}
-    unplaced = [e for e in errors or [] if e["field"] not in shown]
+    field_names = {f.name for s in sections for f in s.fields}
     context = {
         "section": "submit",
         "mode": mode,
         "sections": sections,
         "spec_json": spec_json,
         "errors": errors or [],
-        "unplaced": unplaced,
+        "field_names": field_names,  # the banner links each error to its field
         "presets": list(presets()),
         "source": source,
         "teams": [t.team_name for t in caller.teams if t.role in ("member", "admin")],
