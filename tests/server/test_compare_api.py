@@ -137,3 +137,14 @@ def test_more_than_sixteen_jobs_is_refused_naming_the_field(harness: Harness) ->
     assert response.status_code == 422
     assert response.json()["detail"][0]["field"] == "jobs"
     assert "at most 16" in response.json()["detail"][0]["message"]
+
+
+def test_samples_per_s_follows_new_steps_of_a_running_job(harness: Harness) -> None:
+    job_id = harness.submit_ok({"name": "growing", "executor": {"name": "native"}})
+    token = harness.start_job(job_id)
+    _report(harness, job_id, token, {THROUGHPUT: [9.0, 1.0, 1.0]})
+    assert _compare(harness, [job_id]).json()["jobs"][0]["samples_per_s"] == 1.0
+    later = {"attempt": 1, "seq": 2, "steps": [{"step": s, "wall_time": 2000.0 + s, "values": {THROUGHPUT: 5.0}}
+                                               for s in range(3, 8)]}  # fmt: skip
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=later, headers=token).status_code == 200
+    assert _compare(harness, [job_id]).json()["jobs"][0]["samples_per_s"] == 5.0
