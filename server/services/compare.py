@@ -16,7 +16,7 @@ from server.models import Job, Sample
 from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
 from server.services import throughput
 from server.services.auth import Caller
-from server.services.current_points import current_points
+from server.services.current_points import CurrentPoints, current_points
 from server.services.errors import FieldErrors, NotFound
 from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
@@ -79,9 +79,8 @@ def duration_s(started_at: datetime | None, finished_at: datetime | None) -> flo
     return max(0.0, (end - _aware(started_at)).total_seconds())
 
 
-def _eval_reward(session: Session, job_id: int) -> tuple[float | None, int | None]:
+def _eval_reward(session: Session, job_id: int, current: CurrentPoints) -> tuple[float | None, int | None]:
     """The mean reward of the latest eval step's current samples, and that step."""
-    current = current_points(session, job_id)
     rows = session.execute(
         select(Sample.step, Sample.attempt, Sample.reward).where(
             Sample.job_id == job_id, Sample.kind == "eval", Sample.reward.is_not(None)
@@ -110,8 +109,9 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
     rows = []
     for job in jobs:
         figures = key_figures(session, job.id, [REWARD_KEY, MEMORY_KEY])
-        final = latest_points(session, job.id, [REWARD_KEY]).get(REWARD_KEY)
-        eval_reward, eval_step = _eval_reward(session, job.id)
+        current = current_points(session, job.id)
+        final = latest_points(session, job.id, [REWARD_KEY], current).get(REWARD_KEY)
+        eval_reward, eval_step = _eval_reward(session, job.id, current)
         speed = speeds[job.id]
         speedup = speed / base if speed is not None and base else None
         bound = bound_speedup(job.spec)
