@@ -90,6 +90,16 @@ def test_model_path_outside_configured_roots_is_refused(harness: Harness, tmp_pa
     assert response.status_code == 422 and response.json()["detail"][0]["field"] == "model.path"
 
 
+def test_a_pipeline_folder_without_its_scheduler_config_is_422_naming_model_path_and_the_file(harness: Harness) -> None:
+    model = Path(harness.settings.resolved_path_roots()[0]) / "sd3"
+    model.mkdir(parents=True)
+    (model / "model_index.json").write_text('{"_class_name": "StableDiffusion3Pipeline"}')
+    response = harness.submit({"model": {"path": str(model)}})
+    assert response.status_code == 422
+    (problem,) = response.json()["detail"]
+    assert problem["field"] == "model.path" and "scheduler/scheduler_config.json" in problem["message"]
+
+
 def test_more_devices_than_any_host_has_is_422_on_resources_devices(harness: Harness) -> None:
     harness.add_host("gpu-a", "cuda", count=2)
     response = harness.submit({"resources": {"device_type": "cuda", "devices": 4}})
