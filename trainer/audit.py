@@ -8,6 +8,13 @@ each executor takes one step in replay mode (its forwards see exactly the stored
 the flattened gradient is captured after synchronisation and before clipping (the ``"clip"`` hook; an
 executor whose gradient lives on some ranks only names the rank that has it). fp32 and deterministic
 kernels, so E0 executors can be compared bit for bit.
+
+Each executor is judged by its exactness class for the audited plan (``Executor.exactness``): E0 must be
+bitwise equal to native (the summation order is native's), E1 within ``CLASS_BOUNDS["E1"]`` relative L2,
+A is reported. With ``kl_beta > 0`` the audit first moves the policy off the reference by a seeded
+perturbation of every trainable weight (``REFERENCE_OFFSET`` of the tensor's RMS): at the reference the
+KL's gradient is exactly 0, and a wrong KL term would pass unseen. The trajectory is rolled out after
+the perturbation, so the first ratio is still 1.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from trainer.job import GradientHook, Replay, Scores, TrainingJob
 from trainer.layout import step_batch
 from trainer.rollout import Trajectory
 from trainer.run import load_spec
+from trainer.sharding import local_value
 from trainer.spec import (
+    FSDP_EXECUTORS,
     DigenrlOptions,
     ExecutorOptions,
     JaggOptions,
@@ -39,11 +48,12 @@ from trainer.spec import (
     with_executor,
 )
 
-# Relative L2 each exact executor must stay within (digenrl with staleness forced to 0);
-# others are reported only.
-THRESHOLDS = {"lean_retain": 1e-6, "lean_reweight": 1e-5, "digenrl": 1e-5}
-# The bound of each exactness class (docs/executors.md §1): E0 bitwise, E1 up to floating-point reassociation.
+# The relative L2 bound of each exactness class (docs/executors.md §1): E0 bitwise, E1 up to floating-point
+# reassociation; class A (approximate) is reported only.
 CLASS_BOUNDS = {"E0": 0.0, "E1": 1e-5}
+REFERENCE_OFFSET = 0.05  # the perturbation's standard deviation, relative to each tensor's RMS
+METRICS = ("loss", "clip_frac", "kl")  # reported per executor with native's definitions
+COLLECTIVES = ("executor/param_all_gathers", "executor/grad_reductions")  # per step, this rank
 WORST_TENSORS = 5
 
 
@@ -53,6 +63,8 @@ class Capture:
     per_tensor: list[torch.Tensor]
     update: torch.Tensor  # θ after one AdamW step − θ before
     extra: dict[str, Any]
+    metrics: dict[str, float]  # the step's loss, clip fraction and KL as the executor reports them
+    exactness: str  # the executor's class for this plan
 
 
 def deterministic() -> None:
@@ -65,9 +77,13 @@ def deterministic() -> None:
 
 def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
     """The options ``name`` runs with on ``spec``: the spec's own for its executor, the defaults for
-    another; digenrl on-policy (the audit compares exact gradients). Refused, naming the field, where
+    another (but the Lean executors share ``after_first_update``, so a hybrid spec audits each on the same
+    updates); digenrl on-policy (the audit compares exact gradients). Refused, naming the field, where
     that executor cannot run the spec; the spec itself is never changed."""
     options = spec.executor if name == spec.executor.name else default_options(name)
+    hybrid = getattr(spec.executor, "after_first_update", None)
+    if options is not spec.executor and hybrid is not None and "after_first_update" in type(options).model_fields:
+        options = options.model_copy(update={"after_first_update": hybrid})
     if isinstance(options, DigenrlOptions):
         options = options.model_copy(update={"max_staleness": 0})
     try:
@@ -105,9 +121,11 @@ def compare(candidate: Capture, reference: Capture, names: list[str]) -> dict[st
     }
 
 
-def verdict(name: str, options: ExecutorOptions, result: dict[str, Any]) -> str:
-    if name in THRESHOLDS:
-        return "pass" if result["rel_l2"] <= THRESHOLDS[name] else "fail"
+def verdict(options: ExecutorOptions, result: dict[str, Any]) -> str:
+    if result["class"] == "E0":
+        return "pass" if result["bitwise_equal"] else "fail"
+    if result["class"] == "E1":
+        return "pass" if result["rel_l2"] <= CLASS_BOUNDS["E1"] else "fail"
     warn = options.cosine_warn if isinstance(options, JaggOptions) else None
     if warn is not None and result["cosine"] < warn:
         return "warn"
@@ -123,8 +141,11 @@ class AuditSession:
         self.options = {name: options_for(spec, name) for name in names}
         deterministic()
         self.layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
-        self.job = job = TrainingJob.build(spec, self.layout, replicate=True)
+        # The spec's sharding when every audited executor runs under it (FSDP), else a replica per rank.
+        replicate = any(name not in FSDP_EXECUTORS for name in names)
+        self.job = job = TrainingJob.build(spec, self.layout, replicate=replicate)
         self.dist, pool, algo = job.dist, job.prompts, spec.algorithm
+        self.offset = move_off_reference(job, spec.seed) if algo.kl_beta > 0 else None
         rank, world = self.dist.rank, self.dist.world_size
         self.batch = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, rank, world, self.layout)
         whole = step_batch(pool, 1, spec.seed, algo.prompts_per_step, algo.group_size, 0, 1)
@@ -148,26 +169,52 @@ class AuditSession:
 
         def keep(event: str, grads: list[torch.Tensor]) -> None:
             if event == "clip" and not captured:
-                captured.append([g.detach().clone() for g in grads])
+                captured.append([local_value(g.detach()).clone() for g in grads])  # under FSDP: gathered
 
         installed = [keep, *hooks]
         job.gradient_hooks.extend(installed)
         executor = make_executor(self.options[name], job)
         job.replay = self.whole if executor.replays_whole_batch else self.mine
         try:
-            executor.train_step(self.batch)
+            result = executor.train_step(self.batch)
         finally:
             job.gradient_hooks[:] = [h for h in job.gradient_hooks if h not in installed]
             job.replay = self.mine
         extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
-        update = torch.cat([(p.detach() - w).reshape(-1) for p, w in zip(job.parameters, self.weights, strict=True)])
-        grads = captured[0] if captured else [torch.zeros_like(p) for p in job.parameters]
+        moved = zip(job.parameters, self.weights, strict=True)
+        update = torch.cat([(local_value(p.detach()) - local_value(w)).reshape(-1) for p, w in moved])
+        grads = captured[0] if captured else [torch.zeros_like(local_value(p.detach())) for p in job.parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
         source = executor.training_rank()
         if source is not None:  # a rank that does not train gets the one that does
             dist.broadcast(flat, src=source)
             grads = [part.view_as(p) for part, p in zip(flat.split([p.numel() for p in grads]), grads, strict=True)]
-        return Capture(flat, grads, update, extra)
+        metrics = {key: result.metrics[key] for key in METRICS + COLLECTIVES if key in result.metrics}
+        return Capture(flat, grads, update, extra, metrics, executor.exactness(job.plan(self.batch)))
+
+
+def move_off_reference(job: TrainingJob, seed: int) -> float:
+    """Add seeded noise of REFERENCE_OFFSET × RMS to every trainable tensor (the reference, a frozen copy or
+    the disabled adapter, stays), so the KL and its gradient are not 0; returns the relative size of the
+    move. A tensor that is all zeros (LoRA's B) takes the RMS of all trainable weights."""
+    generator = torch.Generator().manual_seed(seed)
+    locals_ = [local_value_of(p) for p in job.parameters]
+    overall = float(torch.cat([t.detach().reshape(-1) for t in locals_]).pow(2).mean().sqrt())
+    moved = 0.0
+    with torch.no_grad():
+        for tensor in locals_:
+            rms = float(tensor.pow(2).mean().sqrt()) or overall
+            noise = torch.randn(tensor.shape, generator=generator).to(tensor.device) * REFERENCE_OFFSET * rms
+            tensor.add_(noise)
+            moved += float(noise.pow(2).sum())
+    return (moved**0.5) / (overall * sum(t.numel() for t in locals_) ** 0.5)
+
+
+def local_value_of(param: torch.Tensor) -> torch.Tensor:
+    """The tensor this rank holds: an FSDP shard's local part, or the parameter itself."""
+    from torch.distributed.tensor import DTensor
+
+    return param.to_local() if isinstance(param, DTensor) else param
 
 
 def replay_rows(replay: Replay, rows: torch.Tensor) -> Replay:
@@ -193,14 +240,20 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
         "spec": str(spec_path),
         "world_size": session.dist.world_size,
         "layout": session.layout,
+        "sharding": session.job.sharding.strategy,
         "samples": session.batch.global_size,
         "trainable_parameters": sum(p.numel() for p in session.job.parameters),
+        "reference_offset": session.offset,  # relative L2 of the move off the reference (None: not moved)
+        "native_metrics": captures["native"].metrics,
         "executors": {},
     }
     for name in names[1:]:
         result = compare(captures[name], captures["native"], session.names)
         result.update(captures[name].extra)
-        result["verdict"] = verdict(name, session.options[name], result)
+        result["class"] = captures[name].exactness
+        result["bound"] = CLASS_BOUNDS.get(captures[name].exactness)
+        result["metrics"] = captures[name].metrics
+        result["verdict"] = verdict(session.options[name], result)
         report["executors"][name] = result
     session.dist.barrier()
     session.dist.close()

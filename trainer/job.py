@@ -9,7 +9,8 @@ It decides nothing about *when* these run; that is the executor's job (docs/exec
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -19,6 +20,14 @@ from trainer.advantages import Advantages, group_advantages
 from trainer.algorithms.base import Algorithm, StepPlan
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed, init_distributed
+from trainer.fsdp_gradients import (
+    CollectiveCounts,
+    count_collectives,
+    reduce_scatter,
+    reduction_deferred,
+    reshard,
+    unsharded_parameters,
+)
 from trainer.layout import SampleBatch, layout_error
 from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
@@ -94,10 +103,14 @@ class TrainingJob:
         self.reference: nn.Module | None = None
         if spec.algorithm.kl_beta > 0 and spec.model.finetune == "full":
             self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
+        self.collectives = CollectiveCounts()
+        self.deferred = False  # a Lean executor's backwards left their gradients unreduced (FSDP)
         if self.sharding.fsdp:  # after the broadcast: every rank shards the same weights
             shard_module(self.policy)
+            count_collectives(self.policy, self.collectives)
             if self.reference is not None:
                 shard_module(self.reference)
+                count_collectives(self.reference, self.collectives)
             self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
@@ -266,14 +279,39 @@ class TrainingJob:
             return self.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond)
 
     # --- gradients -----------------------------------------------------------------------
+    def gradient_slots(self) -> list[torch.Tensor]:
+        """The tensors whose ``.grad`` a backward fills: the parameters, or under FSDP their full, unsharded
+        counterparts, which hold the gradient while its reduction is deferred."""
+        return unsharded_parameters(self.policy, self.parameters) if self.sharding.fsdp else self.parameters
+
+    @contextmanager
+    def deferred_reduction(self) -> Iterator[None]:
+        """Backwards inside leave their gradients unreduced in ``gradient_slots()`` until
+        ``synchronize_gradients`` reduces them once (FSDP; elsewhere reduction is deferred anyway)."""
+        if not self.sharding.fsdp:
+            yield
+            return
+        with reduction_deferred(self.policy):
+            self.deferred = True
+            yield
+
     def synchronize_gradients(self) -> None:
-        """Average gradients over ranks in one coalesced all-reduce (after the last backward).
-        Under FSDP each backward has already reduce-scattered them: nothing is left to do."""
+        """Average gradients over ranks in one coalesced all-reduce (after the last backward). Under FSDP
+        each backward has already reduce-scattered them, unless reduction was deferred: then one
+        reduce-scatter per FSDP unit now."""
         self.notify("sync")
+        if self.deferred:
+            slots = self.gradient_slots()
+            reduce_scatter(self.policy, self.parameters, [s.grad for s in slots], self.collectives)
+            for slot in slots:
+                slot.grad = None
+            self.deferred = False
+            return
         if self.dist.world_size == 1 or self.sharding.fsdp:
             return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
+        self.collectives.reductions += 1
         flat = self.dist.all_reduce_mean(flat)
         offset = 0
         for param, grad in zip(self.parameters, grads, strict=True):
@@ -283,7 +321,8 @@ class TrainingJob:
 
     def notify(self, event: str) -> None:
         if self.gradient_hooks:
-            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
+            holders = self.gradient_slots() if self.deferred else self.parameters
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in holders]
             for hook in self.gradient_hooks:
                 hook(event, grads)
 
@@ -293,4 +332,6 @@ class TrainingJob:
         norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.sharding.fsdp:  # an FSDP unit left unsharded by a no-grad forward holds the old weights
+            reshard(self.policy)
         return float(local_value(norm))

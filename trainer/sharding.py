@@ -3,7 +3,8 @@
 DDP keeps a whole copy per rank and averages gradients in one coalesced all-reduce
 (``TrainingJob.synchronize_gradients``): right for LoRA, whose adapter is small, and for small models.
 FSDP2 (``torch.distributed.fsdp.fully_shard``) splits weights, gradients and optimizer state over the
-ranks and reduce-scatters gradients during backward: what full fine-tuning of a real model needs on
+ranks and reduce-scatters gradients during backward (native), or once per optimizer step after the Lean
+executors' backwards (``trainer/fsdp_gradients.py``): what full fine-tuning of a real model needs on
 CUDA. Checkpoints and the exported model are gathered back to ordinary full tensors: the export is a
 plain ``save_pretrained`` directory; a checkpoint resumes under the strategy that wrote it.
 """
@@ -16,7 +17,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from trainer.spec import JobSpec
+from trainer.spec import FSDP_EXECUTORS, JobSpec
 
 Strategy = Literal["single", "ddp", "fsdp"]
 
@@ -35,8 +36,9 @@ class Sharding:
 
 
 def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
-    """``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under
-    the native executor (the other executors rescale and buffer gradients themselves)."""
+    """``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under the
+    executors that run under it: native, and the Lean ones, which reduce once per optimizer step
+    (trainer/fsdp_gradients.py); jagg and digenrl handle gradients and weights themselves."""
     requested = spec.model.sharding
     if world_size == 1:
         return Sharding("single", "one rank")
@@ -46,7 +48,7 @@ def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
         return Sharding("ddp", "LoRA: the adapter is small")
     if spec.resources.device_type != "cuda":
         return Sharding("ddp", "auto on CPU")
-    if spec.executor.name != "native":
+    if spec.executor.name not in FSDP_EXECUTORS:
         return Sharding("ddp", f"executor {spec.executor.name} handles gradients itself")
     return Sharding("fsdp", "full fine-tuning on CUDA")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from tests.executors.conftest import audit_spec
@@ -44,19 +45,47 @@ def test_hybrid_lean_retain_takes_the_same_two_updates_a_step_as_native(
         assert torch.equal(hybrid_model[name], weight), name
 
 
-def test_hybrid_lean_reweight_takes_native_s_two_updates_within_its_class_bound(
-    sfumato_home: Path, tiny_model_dir: Path
-) -> None:
+HYBRID = {"after_first_update": "native"}
+
+
+@pytest.fixture(scope="module")
+def session(sfumato_home: Path, tiny_model_dir: Path) -> AuditSession:
+    """One replayed step, two updates, with a KL (so the audit moves the weights off the reference)."""
+    algorithm = {**ALGORITHM, "kl_beta": 0.04}
+    reweight = parse_spec(
+        audit_spec(algorithm=algorithm, executor={"name": "lean_reweight", "kl": "extra_vjp", **HYBRID})
+    )
+    session = AuditSession(reweight, ["native", "lean_reweight"])
+    session.specs["lean_retain"] = parse_spec(
+        audit_spec(algorithm=algorithm, executor={"name": "lean_retain", **HYBRID})
+    )
+    return session
+
+
+def test_hybrid_lean_reweight_takes_native_s_two_updates_within_its_class_bound(session: AuditSession) -> None:
     """Reweight's first update is native's up to rounding (E1), the second is native's re-forward; both
     gradients, before clipping, stay within the E1 bound. Weights are not compared: AdamW's first steps
     are about lr·sign(g), so rounding in a near-zero gradient component moves a weight by up to 2·lr."""
-    executor = {"name": "lean_reweight", "after_first_update": "native"}
-    session = AuditSession(parse_spec(audit_spec(algorithm=ALGORITHM, executor=executor)), ["native", "lean_reweight"])
     native, hybrid = update_gradients(session, "native"), update_gradients(session, "lean_reweight")
 
     assert len(native) == len(hybrid) == ALGORITHM["inner_epochs"]
     for want, got in zip(native, hybrid, strict=True):
         assert float((got - want).norm() / want.norm()) <= CLASS_BOUNDS["E1"]
+
+
+@pytest.mark.parametrize("name", ["lean_retain", "lean_reweight"])
+def test_hybrid_executors_report_native_s_loss_clip_fraction_and_kl_within_their_class(
+    session: AuditSession, name: str
+) -> None:
+    """One report per update: the first update's terms (ratio 1, nothing clipped) count as one update, not
+    one trained step, so the step's figures are native's."""
+    native = session.capture("native")
+    candidate = session.capture(name)
+
+    assert native.metrics["clip_frac"] > 0 and native.metrics["kl"] > 0  # the second update clips; KL moved
+    bound = CLASS_BOUNDS[candidate.exactness]
+    for key, want in native.metrics.items():
+        assert abs(candidate.metrics[key] - want) <= bound * max(1.0, abs(want)), key
 
 
 def update_gradients(session: AuditSession, name: str) -> list[torch.Tensor]:

@@ -27,7 +27,7 @@ CUDA_PAIR = {"devices": 2, "device_type": "cuda"}
         ({"algorithm": {"sampling_steps": 6, "train_timesteps": 6}}, "algorithm.train_timesteps"),
         ({"model": {"sharding": "fsdp"}, "resources": CUDA_PAIR}, "model.sharding"),
         ({"model": {**FULL, "sharding": "fsdp"}}, "model.sharding"),
-        ({"model": {**FULL, "sharding": "fsdp"}, "resources": CUDA_PAIR, "executor": {"name": "lean_retain"}},
+        ({"model": {**FULL, "sharding": "fsdp"}, "resources": CUDA_PAIR, "executor": {"name": "jagg"}},
          "model.sharding"),
         ({"algorithm": {"rollout_chunks": 2}, "executor": {"name": "jagg"}}, "algorithm.rollout_chunks"),
         ({"model": {"family": "sd3", "num_frames": 5}}, "model.num_frames"),
@@ -38,7 +38,7 @@ CUDA_PAIR = {"devices": 2, "device_type": "cuda"}
     ids=[
         "option-of-another-algorithm", "flash-option-for-flow-grpo", "missing-reward-path", "missing-model-path",
         "lora-rank-with-full", "train-timesteps-not-below-steps", "fsdp-with-lora", "fsdp-on-one-device",
-        "fsdp-with-lean-executor", "chunks-with-jagg", "frames-for-an-image-family", "frames-not-4k-plus-1",
+        "fsdp-with-jagg", "chunks-with-jagg", "frames-for-an-image-family", "frames-not-4k-plus-1",
         "height-not-multiple-of-16", "width-not-multiple-of-16",
     ],
 )  # fmt: skip

@@ -29,13 +29,24 @@ CUDA = {"devices": 2, "device_type": "cuda"}
         ({"model": FULL, "resources": CUDA}, "fsdp"),
         ({"resources": CUDA}, "ddp"),
         ({"model": FULL, "resources": {"devices": 2}}, "ddp"),
-        ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_retain"}}, "ddp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_retain"}}, "fsdp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_reweight"}}, "fsdp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "jagg"}}, "ddp"),
         ({"model": {**FULL, "sharding": "ddp"}, "resources": CUDA}, "ddp"),
         ({"model": {**FULL, "sharding": "fsdp"}, "resources": {"devices": 2}}, "fsdp"),
     ],
-    ids=["full-cuda", "lora-cuda", "full-cpu", "full-cuda-lean", "forced-ddp", "forced-fsdp-cpu"],
+    ids=[
+        "full-cuda",
+        "lora-cuda",
+        "full-cpu",
+        "full-cuda-retain",
+        "full-cuda-reweight",
+        "full-cuda-jagg",
+        "forced-ddp",
+        "forced-fsdp-cpu",
+    ],
 )
-def test_auto_takes_fsdp_only_for_full_fine_tuning_on_cuda_with_native(sections: dict, strategy: str) -> None:
+def test_auto_takes_fsdp_for_full_fine_tuning_on_cuda_with_native_and_lean(sections: dict, strategy: str) -> None:
     assert sharding_of(2, **sections) == strategy
 
 

@@ -33,6 +33,7 @@ from typing import ClassVar
 import torch
 
 from trainer.advantages import Advantages
+from trainer.algorithms.base import StepPlan
 from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.rollout import Trajectory
@@ -57,6 +58,9 @@ class Executor(ABC):
     # In the audit's replay mode (job.replay): whether the executor reads the whole step batch's replay
     # (digenrl's generators roll out every group) rather than its rank's own samples.
     replays_whole_batch: ClassVar[bool] = False
+    # The exactness class against native (executors.md §1): "E0" bitwise where the summation order is
+    # native's, "E1" equal up to floating-point reassociation, "A" a different gradient estimator.
+    exactness_class: ClassVar[str] = "E1"
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
@@ -67,6 +71,10 @@ class Executor(ABC):
             raise TypeError(f"{type(self).__name__} takes {self.options_model.__name__}, not {type(options).__name__}")
         self.job = job
         self.options = options
+
+    def exactness(self, plan: StepPlan) -> str:
+        """The class this executor's gradient belongs to for one step's plan (the audit's bound)."""
+        return self.exactness_class
 
     def training_rank(self) -> int | None:
         """When only some ranks train: the rank holding the synchronised gradient and the optimizer state,

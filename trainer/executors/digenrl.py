@@ -276,7 +276,7 @@ class DigenrlExecutor(Executor):
             param.grad = flat[offset : offset + grad.numel()].view_as(param).clone()
             offset += grad.numel()
         sync_seconds = time.perf_counter() - began
-        report.grad_norms.append(job.optimizer_step())
+        report.close_update(job.optimizer_step())
         self.version += 1
         began = time.perf_counter()
         weight_bytes = self.push_weights()
@@ -299,6 +299,10 @@ class DigenrlExecutor(Executor):
         )
         metrics["time/rollout"] = clock["rollout"]
         return metrics, units
+
+    def exactness(self, plan: StepPlan) -> str:
+        """On-policy units replay native's terms with batched kernels (E1); stale ones change them (A)."""
+        return "A" if self.staleness else "E1"
 
     def training_rank(self) -> int:
         return self.trainers[0]

@@ -34,6 +34,7 @@ from trainer.spec import JaggOptions
 class JaggExecutor(Executor):
     options_model = JaggOptions
     options: JaggOptions
+    exactness_class = "A"
 
     def __init__(self, job: TrainingJob, options: JaggOptions) -> None:
         super().__init__(job, options)
@@ -45,6 +46,7 @@ class JaggExecutor(Executor):
     def train_step(self, batch: SampleBatch) -> StepResult:
         job = self.job
         started = time.perf_counter()
+        report = StepReport(job.collectives)
         plan = job.plan(batch)
         with torch.no_grad():
             trajectory = job.rollout(batch, plan)
@@ -58,7 +60,6 @@ class JaggExecutor(Executor):
         order = plan if routed == 0 else StepPlan(plan.sde, plan.trained.sort(dim=1).values, plan.weights)
         # The audit, or a probe step: also form each routed group's exact gradient.
         probe = job.replay is not None or bool(self.probe_every and batch.step % self.probe_every == 0)
-        report = StepReport()
         sync_seconds, backwards = 0.0, 0
         self.group_cosines = []
         for _ in range(job.spec.algorithm.inner_epochs):
@@ -74,7 +75,7 @@ class JaggExecutor(Executor):
             synced = time.perf_counter()
             job.synchronize_gradients()
             sync_seconds += time.perf_counter() - synced
-            report.grad_norms.append(job.optimizer_step())
+            report.close_update(job.optimizer_step())
         finished = time.perf_counter()
         times = {
             "rollout": rolled - started,

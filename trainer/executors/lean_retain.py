@@ -52,6 +52,14 @@ class LeanRetainExecutor(Executor):
 
             self.fallback = make_executor(default_options(options.on_memory_guard), job)
 
+    def exactness(self, plan: StepPlan) -> str:
+        """E0 when each backward is one of native's (one step for every row at each position, no graph
+        shared between positions) and gradients are reduced as native's are (not FSDP, whose native
+        reduce-scatters every backward); E1 otherwise."""
+        same_step = bool((plan.trained == plan.trained[:1]).all())
+        one_by_one = all(len(group) == 1 for group in backward_groups(plan))
+        return "E0" if same_step and one_by_one and not self.job.sharding.fsdp else "E1"
+
     def train_step(self, batch: SampleBatch) -> StepResult:
         if self.fallback is not None:
             result = self.fallback.train_step(batch)
@@ -59,6 +67,7 @@ class LeanRetainExecutor(Executor):
             return result
         job = self.job
         started = time.perf_counter()
+        report = StepReport(job.collectives)
         plan = job.plan(batch)
         graphs: dict[int, TrainedForward] = {}
         rows = len(batch.prompts)
@@ -69,20 +78,20 @@ class LeanRetainExecutor(Executor):
         advantages, stats, rewards = job.advantages(scores, batch)
         scored = time.perf_counter()
 
-        report = StepReport()
         trained = plan.trained.shape[1]
-        for positions in backward_groups(plan):
-            losses = []
-            for position in positions:
-                terms = self.step_terms(graphs, plan.trained[:, position].tolist(), trajectory, plan, advantages)
-                losses.append(terms.loss / trained)
-                report.add(terms)
-            sum(losses).backward()  # type: ignore[union-attr]
+        with job.deferred_reduction():  # one reduction per optimizer step, also under FSDP
+            for positions in backward_groups(plan):
+                losses = []
+                for position in positions:
+                    terms = self.step_terms(graphs, plan.trained[:, position].tolist(), trajectory, plan, advantages)
+                    losses.append(terms.loss / trained)
+                    report.add(terms)
+                sum(losses).backward()  # type: ignore[union-attr]
         graphs.clear()
         synced = time.perf_counter()
         job.synchronize_gradients()
         sync_seconds = time.perf_counter() - synced
-        report.grad_norms.append(job.optimizer_step())
+        report.close_update(job.optimizer_step())
         for _ in range(job.spec.algorithm.inner_epochs - 1):  # the hybrid schedule's later updates
             sync_seconds += recompute_update(job, trajectory, plan, advantages, report)
         finished = time.perf_counter()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import ExitStack
 
 import torch
 
@@ -42,7 +43,7 @@ from trainer.executors.gradient_buffers import (
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
 from trainer.executors.recompute import recompute_gradients, recompute_update
 from trainer.executors.step_report import StepReport
-from trainer.job import Scores, TrainingJob
+from trainer.job import Scores, StepTerms, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.loss import reference_kl
 from trainer.models.base import Conditioning
@@ -90,7 +91,11 @@ class LeanReweightExecutor(Executor):
         rows, trained = len(batch.prompts), plan.trained.shape[1]
         scale = 1.0 / (rows * trained)  # native's mean over local rows and 1/K
         weights = [1.0] * rows if plan.weights is None else [float(w) for w in plan.weights]
-        kl_buffer = KlBuffer(job.parameters) if spec.kl_beta > 0 else None
+        report = StepReport(job.collectives)
+        deferral = ExitStack()  # no gradient reduction until the corrected gradient is formed
+        deferral.enter_context(job.deferred_reduction())
+        slots = job.gradient_slots()  # under FSDP the full, unsharded gradients backward fills
+        kl_buffer = KlBuffer(slots) if spec.kl_beta > 0 else None
         groups: dict[int, list[int]] = {}
         for row, group in enumerate(batch.group_ids.tolist()):
             groups.setdefault(group, []).append(row)
@@ -114,7 +119,7 @@ class LeanReweightExecutor(Executor):
         worst = 0.0  # largest |A| the correction assumed unclipped
         peak_bytes = 0
         for group_rows in groups.values():
-            buffers: ProvisionalBuffers = REGIMES[regime](job.parameters)
+            buffers: ProvisionalBuffers = REGIMES[regime](slots)
             for row in group_rows:
                 began = time.perf_counter()
                 train_before = clock["train"]
@@ -140,7 +145,7 @@ class LeanReweightExecutor(Executor):
                     values = [max(-spec.adv_clip, min(spec.adv_clip, v)) for v in values]
                 buffers.close([v * weights[r] * scale for v, r in zip(values, group_rows, strict=True)])  # type: ignore[attr-defined]
             self.pending -= len(group_rows)
-            corrected = take_grads(job.parameters)
+            corrected = take_grads(slots)
             if accumulator is None:
                 accumulator = corrected
             else:
@@ -167,11 +172,12 @@ class LeanReweightExecutor(Executor):
             centred = gathered_rewards.double() - group_means(gathered_rewards.double(), all_groups)
             worst = max(worst, float(centred.abs().max()) / spread)
         fallback = 0.0
-        for param, total in zip(job.parameters, accumulator or [], strict=True):
-            param.grad = total
+        for slot, total in zip(slots, accumulator or [], strict=True):
+            slot.grad = total
         if worst > spec.adv_clip:
             policy = self.options.on_adv_clip
             if policy == "fail":
+                deferral.close()
                 raise AdvantageClipError(
                     f"lean_reweight: |A| reached {worst:.3f} > adv_clip {spec.adv_clip}; the deferred correction "
                     "would be inexact (set executor.on_adv_clip to 'native_fallback' or 'log')"
@@ -182,19 +188,18 @@ class LeanReweightExecutor(Executor):
         if kl_buffer is not None and not fallback:
             kl_buffer.add_to_grads()
         clock["train"] += time.perf_counter() - began
+        deferral.close()
         synced = time.perf_counter()
         job.synchronize_gradients()
         clock["sync"] += time.perf_counter() - synced
         began = time.perf_counter()
-        report = StepReport()
-        report.grad_norms.append(job.optimizer_step())
+        # Native's terms of this update at ρ = 1 (nothing clipped): −mean(A·w) + β·KL, both over (sample, step).
+        kl = sum(kls) / len(kls) if kls else 0.0
+        loss = float(-(advantages.cpu() * torch.tensor(weights)).mean()) + spec.kl_beta * kl
+        ones, unclipped = torch.ones(rows), torch.zeros(rows, dtype=torch.bool)
+        report.add(StepTerms(torch.tensor(loss), kl, ones, unclipped, 0.0))
+        report.close_update(job.optimizer_step())
         clock["train"] += time.perf_counter() - began
-        weight = torch.tensor(weights)
-        report.losses.append(float(-(advantages.cpu() * weight).mean()) + spec.kl_beta * (sum(kls) / max(1, len(kls))))
-        report.kls.extend(kls or [0.0])
-        report.approx_kls.append(0.0)  # ρ ≡ 1: the gradient comes from the rollout's own forward
-        report.ratios.append(torch.ones(rows))
-        report.clipped.append(torch.zeros(rows, dtype=torch.bool))
         began = time.perf_counter()
         for _ in range(spec.inner_epochs - 1):  # the hybrid schedule's later updates
             clock["sync"] += recompute_update(job, trajectory, plan, advantages, report)
@@ -219,8 +224,8 @@ class LeanReweightExecutor(Executor):
 
     def recompute_natively(self, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor) -> None:
         """The exact (clipped) gradient by native's re-forward on the stored trajectory."""
-        for param in self.job.parameters:
-            param.grad = None
+        for slot in self.job.gradient_slots():
+            slot.grad = None
         recompute_gradients(self.job, trajectory, plan, advantages, None)
 
 

@@ -36,5 +36,5 @@ def recompute_update(
     began = time.perf_counter()
     job.synchronize_gradients()
     seconds = time.perf_counter() - began
-    report.grad_norms.append(job.optimizer_step())
+    report.close_update(job.optimizer_step())
     return seconds

@@ -20,6 +20,7 @@ from trainer.spec.base import (
 from trainer.spec.executor import (
     EXECUTOR_OPTIONS,
     EXECUTORS,
+    FSDP_EXECUTORS,
     OPTION_MODELS,
     DigenrlOptions,
     ExecutorOptions,
@@ -59,6 +60,7 @@ __all__ = [
     "BUILTIN_PROMPT_SOURCES",
     "EXECUTORS",
     "EXECUTOR_OPTIONS",
+    "FSDP_EXECUTORS",
     "MODEL_REWARDS",
     "OPTION_MODELS",
     "PIPELINE_FAMILIES",

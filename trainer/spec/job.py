@@ -10,6 +10,7 @@ from trainer.spec.algorithm import AlgorithmSpec
 from trainer.spec.base import BUILTIN_FAMILIES, BUILTIN_MODEL_PATH, Section, SpecError
 from trainer.spec.executor import (
     EXECUTORS,
+    FSDP_EXECUTORS,
     DigenrlOptions,
     ExecutorOptions,
     ExecutorSpec,
@@ -58,8 +59,9 @@ class JobSpec(Section):
         if self.model.sharding == "fsdp":
             if self.world_size < 2:
                 raise SpecError("model.sharding", "'fsdp' shards over several ranks and this job has one device")
-            if self.executor.name != "native":
-                message = f"'fsdp' runs with the native executor only; {self.executor.name} handles gradients itself"
+            if self.executor.name not in FSDP_EXECUTORS:
+                runs = ", ".join(FSDP_EXECUTORS)
+                message = f"'fsdp' runs with {runs}; {self.executor.name} handles gradients and weights itself"
                 raise SpecError("model.sharding", message)
         if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
             message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"

@@ -53,8 +53,8 @@ class ModelSpec(Section):
     sharding: Literal["auto", "ddp", "fsdp"] = Field(
         "auto",
         description="how ranks hold the weights: 'ddp' (a full replica each, gradients all-reduced), 'fsdp' "
-        "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with the native executor), "
-        "'auto' (fsdp for full fine-tuning on CUDA with the native executor, ddp otherwise)",
+        "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with native, lean_retain or "
+        "lean_reweight), 'auto' (fsdp for full fine-tuning on CUDA with those executors, ddp otherwise)",
     )
     height: int | None = Field(None, ge=16, le=4096, description="wan: frame height in pixels (default: the model's)")
     width: int | None = Field(None, ge=16, le=4096, description="wan: frame width in pixels (default: the model's)")
