@@ -7,7 +7,8 @@ and others do not (DanceGRPO's and Flash-GRPO's per-sample steps), the step runs
 training rows with grad and the others without, so the backward later touches exactly the rows
 native's re-forwards do. When every row trains at the same steps (Flow-GRPO) the batch shape is the
 rollout's own. The next latent is always detached, so graphs never chain across steps. In replay mode
-(``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise (docs/executors.md §4).
+(``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise, and the stored
+log-probs are the old ones (docs/executors.md §4).
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def rollout_with_graphs(
         x = x_next
         latents.append(x)
     stacked = torch.stack(latents, dim=1)
-    images = family.decode(stacked[:, -1]) if replay is None else replay.images[selected]
-    return Trajectory(stacked, log_probs, cond, uncond, images)
+    if replay is not None:  # the frozen old log-probs, as native's ratio sees them (its rollout's batch shape)
+        return Trajectory(stacked, replay.log_probs[selected], cond, uncond, replay.images[selected])
+    return Trajectory(stacked, log_probs, cond, uncond, family.decode(stacked[:, -1]))
 
 
 def step_rows(
