@@ -13,7 +13,7 @@ import torch
 
 from tests.executors.conftest import audit_spec, torchrun
 from trainer.audit import CLASS_BOUNDS, audit
-from trainer.loss import flow_grpo_kl
+from trainer.loss import reference_kl
 
 
 def run_audit(tmp_path: Path, spec: dict[str, Any], names: str) -> dict[str, Any]:
@@ -71,10 +71,10 @@ def test_with_a_kl_the_audit_runs_off_the_reference_and_fails_a_wrongly_scaled_k
     assert [e["verdict"] for e in right["executors"].values()] == ["pass", "pass"]
 
     def doubled(mean: torch.Tensor, reference: torch.Tensor, kl_std: torch.Tensor) -> torch.Tensor:
-        return 2 * flow_grpo_kl(mean, reference, kl_std)
+        return 2 * reference_kl(mean, reference, kl_std)
 
     for module in (trainer.executors.lean_retain, trainer.executors.lean_reweight):
-        monkeypatch.setattr(module, "flow_grpo_kl", doubled)  # native keeps the right KL
+        monkeypatch.setattr(module, "reference_kl", doubled)  # native keeps the right KL
     wrong = audit(path, ["lean_retain", "lean_reweight"])
     assert [e["verdict"] for e in wrong["executors"].values()] == ["fail", "fail"]
     assert wrong["executors"]["lean_reweight"]["rel_l2"] > 10 * CLASS_BOUNDS["E1"]

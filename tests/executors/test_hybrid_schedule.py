@@ -52,13 +52,9 @@ HYBRID = {"after_first_update": "native"}
 def session(sfumato_home: Path, tiny_model_dir: Path) -> AuditSession:
     """One replayed step, two updates, with a KL (so the audit moves the weights off the reference)."""
     algorithm = {**ALGORITHM, "kl_beta": 0.04}
-    reweight = parse_spec(
-        audit_spec(algorithm=algorithm, executor={"name": "lean_reweight", "kl": "extra_vjp", **HYBRID})
-    )
-    session = AuditSession(reweight, ["native", "lean_reweight"])
-    session.specs["lean_retain"] = parse_spec(
-        audit_spec(algorithm=algorithm, executor={"name": "lean_retain", **HYBRID})
-    )
+    reweight = {"name": "lean_reweight", "kl": "extra_vjp", **HYBRID}  # lean_retain shares after_first_update
+    spec = parse_spec(audit_spec(algorithm=algorithm, executor=reweight))
+    session = AuditSession(spec, ["native", "lean_reweight", "lean_retain"])
     return session
 
 

@@ -40,8 +40,10 @@ def test_run_audit_and_bench_set_up_through_training_job_build_only(module: str)
 def rewrites_a_spec(target: ast.expr) -> bool:
     """``job.spec = ...`` (an object's own ``self.spec = ...`` in its constructor is its set-up)."""
     owner = target.value if isinstance(target, ast.Attribute) else None
-    return isinstance(target, ast.Attribute) and target.attr == "spec" and not (
-        isinstance(owner, ast.Name) and owner.id == "self"
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == "spec"
+        and not (isinstance(owner, ast.Name) and owner.id == "self")
     )
 
 
