@@ -13,10 +13,14 @@ forward without grad, with grad and the backward of one step at n rows:
 - jagg            T·F(n) + E·[n_J·(2F_g + (W−2)F + 2B)(n) + (K − n_J·W)·(F_g + B)(n) + KL]
 - digenrl         max(g, h) + min(g, h)/P, g = ⌈groups/R⌉·T·F(G) + t_fix, h = ⌈units/trainers⌉·⌈K/tsb⌉·(F_g + B)(tsb)
 
-KL = K·F(n), a reference forward per trained step, when kl_beta > 0. digenrl's pipeline overlaps its
-R generators with its trainers (P = ⌈groups/R⌉ stages: a trainer starts on a group once all of it has
-arrived); it has no analytical bound. b = 2 for full fine-tuning, 1 for LoRA, +1 with gradient
-checkpointing. Collectives, VAE decode, reward and optimizer are outside (the bench adds them measured).
+lean_retain forwards with grad, and backwards, only the rows that train at a step (n·K rows of each over
+the rollout, the other n·(T−K) rows without grad): Flow-GRPO's rows all train the same steps; DanceGRPO's
+and Flash-GRPO's per-sample steps split each rollout step into two partial batches, which the formula
+prices as the same rows at n. KL = K·F(n), a reference forward per trained step, when kl_beta > 0.
+digenrl's pipeline overlaps its R generators with its trainers (P = ⌈groups/R⌉ stages: a trainer starts
+on a group once all of it has arrived); it has no analytical bound. b = 2 for full fine-tuning, 1 for LoRA,
++1 with gradient checkpointing. Collectives, VAE decode, reward and optimizer are outside (the bench adds
+them measured).
 """
 
 from __future__ import annotations
