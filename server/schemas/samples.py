@@ -43,3 +43,10 @@ class SampleOut(ReadModel):
 class SamplePage(BaseModel):
     items: list[SampleOut]
     total: int
+
+
+class EvalRewards(BaseModel):
+    """The mean reward of each eval step's current eval samples."""
+
+    steps: list[int]
+    values: list[float]

@@ -12,12 +12,13 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import Job, Sample
+from server.models import Job
 from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
 from server.services import throughput
 from server.services.auth import Caller
-from server.services.current_points import CurrentPoints, current_points
+from server.services.current_points import current_points
 from server.services.errors import FieldErrors, NotFound
+from server.services.eval_rewards import eval_rewards
 from server.services.metric_reads import key_figures, latest_points
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
@@ -79,23 +80,6 @@ def duration_s(started_at: datetime | None, finished_at: datetime | None) -> flo
     return max(0.0, (end - _aware(started_at)).total_seconds())
 
 
-def _eval_reward(session: Session, job_id: int, current: CurrentPoints) -> tuple[float | None, int | None]:
-    """The mean reward of the latest eval step's current samples, and that step."""
-    rows = session.execute(
-        select(Sample.step, Sample.attempt, Sample.reward).where(
-            Sample.job_id == job_id, Sample.kind == "eval", Sample.reward.is_not(None)
-        )
-    )
-    by_step: dict[int, list[float]] = {}
-    for step, attempt, reward in rows:
-        if current.is_current(attempt, step):
-            by_step.setdefault(step, []).append(reward)
-    if not by_step:
-        return None, None
-    last = max(by_step)
-    return sum(by_step[last]) / len(by_step[last]), last
-
-
 def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Comparison:
     """One row per job, in the order asked, and the spec fields that differ."""
     jobs = visible_jobs(session, caller, job_ids)
@@ -111,7 +95,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
         figures = key_figures(session, job.id, [REWARD_KEY, MEMORY_KEY])
         current = current_points(session, job.id)
         final = latest_points(session, job.id, [REWARD_KEY], current).get(REWARD_KEY)
-        eval_reward, eval_step = _eval_reward(session, job.id, current)
+        evals = eval_rewards(session, job.id, current)
         speed = speeds[job.id]
         speedup = speed / base if speed is not None and base else None
         bound = bound_speedup(job.spec)
@@ -130,8 +114,8 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
                 peak_memory_bytes=figures[MEMORY_KEY].maximum if MEMORY_KEY in figures else None,
                 final_reward=final.value if final else None,
                 best_reward=figures[REWARD_KEY].maximum if REWARD_KEY in figures else None,
-                eval_reward=eval_reward,
-                eval_step=eval_step,
+                eval_reward=evals.values[-1] if evals.values else None,
+                eval_step=evals.steps[-1] if evals.steps else None,
                 started_at=job.started_at,
                 ended_at=job.finished_at,
                 duration_s=duration_s(job.started_at, job.finished_at),

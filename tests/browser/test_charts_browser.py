@@ -50,3 +50,12 @@ def test_a_native_job_without_executor_metrics_shows_no_executor_panel(live: Liv
     page.wait_for_selector("#charts[data-polling]")
     assert page.locator("#chart-executor").is_hidden()
     assert probe.errors == []
+
+
+def test_the_job_page_draws_the_eval_reward_of_each_eval_step(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    page.goto(f"{live.url}/jobs/{live.world.running.id}")
+    page.wait_for_selector("#chart-eval .uplot")
+    assert page.get_attribute("#chart-eval", "data-last-step") == "25"  # the last step with eval samples
+    assert page.get_attribute("#chart-eval", "data-y-label") == "Eval reward"
+    assert probe.errors == []

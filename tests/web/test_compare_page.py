@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from page_fixtures import World, csrf_of
@@ -69,3 +70,14 @@ def test_run_side_by_side_with_an_unknown_executor_stores_nothing(
     assert response.status_code == 422 and "not &#39;warp&#39;" in response.text
     with app.state.sessionmaker() as session:
         assert session.scalar(select(func.count()).select_from(Job)) == before
+
+
+def test_the_eval_reward_is_the_mean_of_each_eval_step_s_samples_and_compare_shows_the_last(
+    client: TestClient, world: World
+) -> None:
+    body = client.get(f"/api/v1/jobs/{world.running.id}/samples/eval-rewards").json()
+    assert body["steps"] == [0, 5, 10, 15, 20, 25]
+    # Each step: three prompts x seeds 0 and 1, reward 0.3 + step / 100 + seed / 50.
+    assert body["values"] == [pytest.approx(0.3 + step / 100 + 0.01) for step in body["steps"]]
+    row = client.get(f"/api/v1/compare?jobs={world.running.id}").json()["jobs"][0]
+    assert (row["eval_step"], row["eval_reward"]) == (25, body["values"][-1])

@@ -29,7 +29,8 @@ from web.pages.render import error_page, not_found, render
 router = APIRouter()
 
 # The job page's charts. keys: always asked; prefixes: every reported key starting with one; band: [centre,
-# half-width] drawn as a shaded band; right: keys on a second y axis; stack: stacked areas; unit: axis format.
+# half-width] drawn as a shaded band; right: keys on a second y axis; stack: stacked areas; unit: axis format;
+# source: read from that API route of the job instead of its metrics.
 CHARTS: list[dict[str, Any]] = [
     {
         "id": "reward",
@@ -59,6 +60,8 @@ CHARTS: list[dict[str, Any]] = [
         "unit": "s",
     },
     {"id": "memory", "title": "Peak memory", "keys": ["memory/peak_bytes"], "prefixes": ["memory/"], "unit": "bytes"},
+    # Not a metric: the mean reward of each eval step's samples (GET .../samples/eval-rewards).
+    {"id": "eval", "title": "Eval reward", "keys": [], "source": "eval-rewards"},
     {"id": "executor", "title": "Executor metrics", "keys": [], "prefixes": ["executor/"]},
 ]
 

@@ -175,6 +175,12 @@
   JobCharts.prototype.load = async function () {
     const reported = (await getJSON(this.src + "/keys")).keys;
     await Promise.all(this.charts.map(async (c) => {
+      if (c.cfg.source === "eval-rewards") {
+        const evals = await getJSON(this.src.replace(/\/metrics$/, "/samples/eval-rewards"));
+        const body = { series: [{ key: "eval reward", steps: evals.steps, values: evals.values }] };
+        c.spec = evals.steps.length ? jobChartSpec({ ...c.cfg, keys: ["eval reward"] }, ["eval reward"], null, body) : null;
+        return;
+      }
       const keys = chartKeys(c.cfg, reported).slice(0, this.maxKeys);
       const band = c.cfg.band && reported.includes(c.cfg.band[1]) && keys.includes(c.cfg.band[0]) ? c.cfg.band[1] : null;
       const asked = band && keys.length < this.maxKeys ? keys.concat([band]) : keys;

@@ -10,8 +10,9 @@ from fastapi.responses import FileResponse
 
 from server.api.deps import SampleId, SessionDep, SettingsDep, VisibleJob
 from server.schemas.common import MAX_INT32
-from server.schemas.samples import SampleKind, SamplePage
+from server.schemas.samples import EvalRewards, SampleKind, SamplePage
 from server.services import samples
+from server.services.eval_rewards import eval_rewards
 from server.services.thumbnails import THUMB_PX, thumbnail
 
 router = APIRouter(tags=["samples"])
@@ -27,6 +28,12 @@ def list_samples(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> SamplePage:
     return samples.list_samples(session, job.id, step=step, kind=kind, limit=limit, offset=offset)
+
+
+@router.get("/jobs/{job_id}/samples/eval-rewards", response_model=EvalRewards)
+def get_eval_rewards(job: VisibleJob, session: SessionDep) -> EvalRewards:
+    """The mean reward of each eval step's eval samples (what the job page's eval-reward chart draws)."""
+    return eval_rewards(session, job.id)
 
 
 @router.get(
