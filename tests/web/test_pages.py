@@ -260,3 +260,9 @@ def test_the_submit_error_banner_lists_every_problem_linked_to_its_field(client:
     assert "2 problems" in banner
     for field in ("algorithm.group_size", "algorithm.learning_rate"):
         assert f'<a href="#f-{field}"><code>{field}</code></a>: ' in banner
+
+
+def test_a_new_job_form_starts_from_the_readme_first_job(client: TestClient) -> None:
+    html = client.get("/submit").text
+    assert "the shapes-demo preset" in html
+    assert 'name="model.path" value="builtin:shapes"' in html

@@ -7,8 +7,9 @@ from pathlib import Path
 import torch
 
 from trainer.models.base import ModelFamily
+from trainer.models.builtin_shapes import ensure_builtin_shapes
 from trainer.models.builtin_tiny import ensure_builtin_tiny
-from trainer.spec import BUILTIN_MODEL_PATH, ModelSpec
+from trainer.spec import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, ModelSpec
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -16,6 +17,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 def model_directory(spec: ModelSpec) -> Path:
     if spec.path == BUILTIN_MODEL_PATH:
         return ensure_builtin_tiny(family=spec.family)
+    if spec.path == BUILTIN_SHAPES_PATH:
+        return ensure_builtin_shapes()
     local = Path(spec.path).expanduser()
     if local.exists():
         return local

@@ -26,7 +26,7 @@ from trainer.models.word_tokenizer import SPECIAL_TOKENS, word_tokenizer
 
 SEED = 20260
 VAE_STEPS, VAE_BATCH = 400, 32
-TRANSFORMER_STEPS, TRANSFORMER_BATCH = 3000, 64
+TRANSFORMER_STEPS, TRANSFORMER_BATCH = 1500, 64
 SCHEDULER_SHIFT = 3.0
 LATENT_CHANNELS = 4
 LATENT_SIZE = IMAGE_SIZE // 2  # the VAE halves the side once
@@ -141,8 +141,18 @@ def build(out: Path, vae_steps: int = VAE_STEPS, transformer_steps: int = TRANSF
     # Train the transformer as the trainer will load it: through SD3Family, from the saved folder.
     family = SD3Family(out, torch.device("cpu"), torch.float32)
     train_transformer(family, transformer_steps, TRANSFORMER_BATCH, generator, print_progress)
-    family.transformer.save_pretrained(out / "transformer")
+    save_transformer(family.transformer.state_dict(), out)
     (out / CHECKSUM_FILE).write_text(checksum_lines(out))
+
+
+def save_transformer(weights: dict[str, torch.Tensor], out: Path) -> None:
+    """Saved from a model made from the config, so config.json records no load path (the bytes do not
+    depend on where the build ran)."""
+    from diffusers import SD3Transformer2DModel
+
+    transformer = SD3Transformer2DModel.from_config(TRANSFORMER_CONFIG)
+    transformer.load_state_dict(weights)
+    transformer.save_pretrained(out / "transformer")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo
 REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
+BUILTIN_SHAPES_PATH = "builtin:shapes"  # the trained SD3-family shapes model (docs/shapes-model.md)
 BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes")
 BUILTIN_FAMILIES = ("sd3", "flux", "wan")
 

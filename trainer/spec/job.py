@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from trainer.spec.algorithm import AlgorithmSpec
-from trainer.spec.base import BUILTIN_FAMILIES, BUILTIN_MODEL_PATH, Section, SpecError
+from trainer.spec.base import BUILTIN_FAMILIES, BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, Section, SpecError
 from trainer.spec.executor import (
     EXECUTORS,
     FSDP_EXECUTORS,
@@ -56,6 +56,8 @@ class JobSpec(Section):
     def _cross_section(self) -> JobSpec:
         if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
             raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
+        if self.model.path == BUILTIN_SHAPES_PATH and self.model.family != "sd3":
+            raise SpecError("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
         if self.model.sharding == "fsdp":
             if self.world_size < 2:
                 raise SpecError("model.sharding", "'fsdp' shards over several ranks and this job has one device")

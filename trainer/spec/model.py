@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from trainer.spec.base import BUILTIN_MODEL_PATH, HUB_ID, Section, SpecError, check_local_path
+from trainer.spec.base import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, HUB_ID, Section, SpecError, check_local_path
 
 # Wan's pixel sizes: VAE scale × transformer patch in space, VAE scale in time (frames are 4k+1).
 WAN_PIXELS_PER_TOKEN = 16
@@ -40,7 +40,8 @@ class ModelSpec(Section):
     family: Literal["sd3", "flux", "wan"] = "sd3"
     path: str = Field(
         BUILTIN_MODEL_PATH,
-        description="'builtin:tiny', a local diffusers directory, or a hub id 'org/name'",
+        description="'builtin:tiny' (random weights), 'builtin:shapes' (draws coloured shapes; sd3), "
+        "a local diffusers directory, or a hub id 'org/name'",
     )
     finetune: Literal["full", "lora"] = "lora"
     lora_rank: int | None = Field(None, ge=1, le=1024, description="LoRA rank (lora only; default 4)")
@@ -65,10 +66,11 @@ class ModelSpec(Section):
     @field_validator("path")
     @classmethod
     def _path_exists(cls, value: str, info: ValidationInfo) -> str:
-        if value == BUILTIN_MODEL_PATH:
+        if value in (BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH):
             return value
         if value.startswith("builtin:"):
-            raise ValueError(f"unknown built-in model {value!r}; allowed: {BUILTIN_MODEL_PATH!r}")
+            allowed = f"{BUILTIN_MODEL_PATH!r}, {BUILTIN_SHAPES_PATH!r}"
+            raise ValueError(f"unknown built-in model {value!r}; allowed: {allowed}")
         # diffusers loads an existing directory before it asks a hub, so 'org/name' that exists
         # locally is a local path and must pass the same root check.
         looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value) or Path(value).exists()

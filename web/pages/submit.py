@@ -25,6 +25,7 @@ from web.pages.spec_form import build_sections, default_values, flatten, form_to
 
 router = APIRouter()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DEFAULT_PRESET = "shapes-demo"  # the README's first job: a new job's form starts from it when it is shipped
 
 
 def presets() -> dict[str, Path]:
@@ -75,7 +76,8 @@ def submit_page(
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
-    """A new job's form: the spec defaults, a preset (?preset=tiny-native), or a job's spec (?from=12)."""
+    """A new job's form: a preset (?preset=tiny-native; by default the shapes demo, else the spec defaults),
+    or a job's spec (?from=12)."""
     spec: dict[str, Any] | None = None
     source = ""
     errors: list[dict[str, str]] = []
@@ -85,7 +87,8 @@ def submit_page(
             source = f"a clone of job #{from_}"
         except NotFound:
             errors.append({"field": "", "message": f"job #{from_} not found; starting from the defaults"})
-    elif preset:
+    elif preset or DEFAULT_PRESET in presets():
+        preset = preset or DEFAULT_PRESET
         path = presets().get(preset)
         if path is None:
             errors.append({"field": "", "message": f"no preset {preset!r}; starting from the defaults"})
