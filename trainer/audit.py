@@ -189,7 +189,9 @@ class AuditSession:
         if source is not None:  # a rank that does not train gets the one that does
             dist.broadcast(flat, src=source)
             grads = [part.view_as(p) for part, p in zip(flat.split([p.numel() for p in grads]), grads, strict=True)]
-        metrics = {key: result.metrics[key] for key in METRICS + COLLECTIVES if key in result.metrics}
+        averaged = job.dist.all_reduce_mean(torch.tensor([result.metrics[key] for key in METRICS], dtype=torch.float64))
+        metrics = dict(zip(METRICS, averaged.tolist(), strict=True))  # over ranks, as the run loop reports them
+        metrics |= {key: result.metrics[key] for key in COLLECTIVES if key in result.metrics}
         return Capture(flat, grads, update, extra, metrics, executor.exactness(job.plan(self.batch)))
 
 

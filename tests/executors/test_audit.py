@@ -107,6 +107,11 @@ def test_audit_thresholds_hold_with_two_gloo_ranks(tmp_path: Path, sfumato_home:
     assert -1.0 <= executors["jagg"]["cosine"] <= 1.0
     # One generator, one trainer, staleness forced to 0: the trainer's gradient, batched replay included.
     assert executors["digenrl"]["rel_l2"] <= 1e-5 and executors["digenrl"]["verdict"] == "pass"
+    for name in ("lean_retain", "lean_reweight", "digenrl"):  # native's definitions, over all ranks' samples
+        for key, want in report["native_metrics"].items():
+            if key in ("loss", "clip_frac", "kl"):
+                got = executors[name]["metrics"][key]
+                assert abs(got - want) <= CLASS_BOUNDS["E1"] * max(1.0, abs(want)), (name, key)
     assert executors["digenrl"]["grad_norm"] > 0
 
 
