@@ -608,16 +608,11 @@ def reporting_child(out: Path, steps: int) -> None:
 
     import torch
 
-    from trainer.algorithms.registry import make_algorithm
-    from trainer.distributed import init_distributed
     from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
     from trainer.job import TrainingJob
     from trainer.layout import step_batch
     from trainer.models.builtin_tiny import ensure_builtin_tiny
-    from trainer.models.loading import load_family
-    from trainer.prompts import load_prompts
     from trainer.reporting.reporter import Reporter
-    from trainer.rewards.registry import WeightedReward
     from trainer.run import load_spec, step_metrics, to_png
 
     home = Path(os.environ["SFUMATO_HOME"])
@@ -626,12 +621,10 @@ def reporting_child(out: Path, steps: int) -> None:
     spec_path = home / "reporting-spec.json"
     spec_path.write_text(json.dumps(SPEC))
     spec = load_spec(spec_path)
-    dist = init_distributed("cpu")
-    family = load_family(spec.model, dist.device)
-    algorithm = make_algorithm(spec.algorithm, family.sigmas(spec.algorithm.sampling_steps, spec.algorithm.shift), 0)
-    job = TrainingJob(spec, dist, family, algorithm, WeightedReward(spec.reward, dist.device))
+    layout = EXECUTOR_CLASSES[spec.executor.name].layout
+    job = TrainingJob.build(spec, layout)
     executor = make_executor(spec.executor, job)
-    pool = load_prompts(spec.prompts.source)
+    pool = job.prompts
     output_dir = home / "reporting-run"
     output_dir.mkdir(exist_ok=True)
     reporter = Reporter.from_environment(output_dir)
@@ -640,7 +633,6 @@ def reporting_child(out: Path, steps: int) -> None:
     png = to_png(torch.rand(3, 64, 64))
     extra = [f"executor/metric_{i:02d}" for i in range(KEYS)]
     algo = spec.algorithm
-    layout = EXECUTOR_CLASSES[spec.executor.name].layout
     coin = random.Random(0)
     pairs = max(1, steps // (2 * BLOCK_STEPS))
     plan = [True] * WARMUP_STEPS
@@ -658,7 +650,7 @@ def reporting_child(out: Path, steps: int) -> None:
         started = time.perf_counter()
         batch = step_batch(pool, step, 0, algo.prompts_per_step, algo.group_size, 0, 1, layout)
         result = executor.train_step(batch)
-        metrics = step_metrics(result, job, dist, time.perf_counter() - started)
+        metrics = step_metrics(result, job, job.dist, time.perf_counter() - started)
         for key in extra[: max(0, KEYS - len(metrics))]:
             metrics[key] = float(step)
         if reporting:
