@@ -118,5 +118,8 @@ def native_cost(spec: JobSpec | dict[str, Any]) -> float | None:
 
 def bound_speedup(spec: JobSpec | dict[str, Any]) -> float | None:
     """The analytical speedup over native on the same spec, native cost / executor cost; None for digenrl."""
-    cost, base = analytical_cost(spec), native_cost(spec)
+    parsed = _spec(spec)  # a stored spec is read once for both costs
+    if parsed is None:
+        return None
+    cost, base = analytical_cost(parsed), native_cost(parsed)
     return base / cost if cost and base else None
