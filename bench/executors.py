@@ -28,8 +28,9 @@ sys.path.insert(0, str(REPO))
 
 from trainer.bench import markdown  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
+from trainer.spec import EXECUTORS  # noqa: E402
 
-SINGLE = "native,lean_retain,lean_reweight,jagg"
+SINGLE = ",".join(name for name in EXECUTORS if name != "digenrl")  # every executor one process runs
 COMPUTE_BOUND = SD3Size(hidden=384, blocks=1, latent_size=32)  # 256 image tokens
 SIZED = "sized"  # model.path placeholder: the compute-bound model's folder
 

@@ -32,11 +32,11 @@ sys.path.insert(0, str(REPO))
 
 from trainer.bench import markdown  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
-from trainer.spec import parse_spec  # noqa: E402
+from trainer.spec import EXECUTORS, parse_spec  # noqa: E402
 
 SATURATING = SD3Size(hidden=1536, blocks=12, latent_size=64)
 SMALL = SD3Size(hidden=64, blocks=1, latent_size=8)
-ONE_RANK = ["native", "lean_retain", "lean_reweight", "jagg"]
+ONE_RANK = [name for name in EXECUTORS if name != "digenrl"]  # digenrl needs a rollout and a trainer rank
 
 
 def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: Any) -> dict[str, Any]:
