@@ -266,3 +266,11 @@ def test_a_new_job_form_starts_from_the_readme_first_job(client: TestClient) -> 
     html = client.get("/submit").text
     assert "the shapes-demo preset" in html
     assert 'name="model.path" value="builtin:shapes"' in html
+
+
+def test_a_running_job_s_header_refreshes_with_the_charts_and_counts_its_eval_steps(
+    client: TestClient, world: World
+) -> None:
+    header = client.get(f"/jobs/{world.running.id}/header").text
+    assert 'hx-trigger="sfumato:charts-polled from:body"' in header  # charts.js sends it after each poll
+    assert f'<a href="/jobs/{world.running.id}/gallery">6 eval steps</a>' in header

@@ -66,11 +66,12 @@ CHARTS: list[dict[str, Any]] = [
 ]
 
 
-def _header_context(job: JobDetail) -> dict[str, Any]:
+def _header_context(session: Session, job: JobDetail) -> dict[str, Any]:
     placement: dict[str, list[int]] = {}
     for alloc in job.allocations:
         placement.setdefault(alloc.host, []).append(alloc.device_index)
-    return {"job": job, "placement": placement, "live": job.status not in TERMINAL_STATES}
+    live = job.status not in TERMINAL_STATES
+    return {"job": job, "placement": placement, "live": live, "eval_steps": len(pages.sample_steps(session, job.id))}
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -82,7 +83,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
     job = _visible_detail(session, caller, job_id)
     lines = pages.log_tail(session, job.id)
     current = current_points(session, job.id)
-    context = _header_context(job)
+    context = _header_context(session, job)
     context.update(
         section="jobs",
         charts=CHARTS,
@@ -98,12 +99,14 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
 
 @router.get("/jobs/{job_id}/header", response_class=HTMLResponse)
 async def job_header(request: Request, job_id: JobId) -> HTMLResponse:
-    """The header alone, polled while the job is active; the poll stops once it has finished."""
+    """The header alone, asked again each time the charts have polled (so progress, gallery and charts move
+    together) while the job is active; the poll stops once it has finished."""
     return await run_as_page_caller(request, _job_header, request, job_id)
 
 
 def _job_header(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
-    return render(request, "partials/job_header.html", _header_context(_visible_detail(session, caller, job_id)))
+    context = _header_context(session, _visible_detail(session, caller, job_id))
+    return render(request, "partials/job_header.html", context)
 
 
 def _visible_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:

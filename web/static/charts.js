@@ -238,6 +238,11 @@
     c.keys = spec.keys;
   };
 
+  // The job header (progress, gallery) refreshes on this, so that it moves with the charts.
+  function polled() {
+    document.body.dispatchEvent(new CustomEvent("sfumato:charts-polled"));
+  }
+
   // Whether the job has finished, as the job header (polled by htmx while the job runs) last showed it.
   function headerFinished() {
     const header = document.getElementById("job-header");
@@ -253,7 +258,10 @@
       console.warn(err);
     }
     this.section.dataset.polling = String(this.live);
-    if (this.live) setTimeout(() => this.tick(), POLL_MS);
+    if (this.live) {
+      polled();
+      setTimeout(() => this.tick(), POLL_MS);
+    }
   };
 
   JobCharts.prototype.tick = async function () {
@@ -269,6 +277,7 @@
       this.section.dataset.polling = "false";  // finished: no more requests
       return;
     }
+    polled();
     setTimeout(() => this.tick(), POLL_MS);
   };
 
