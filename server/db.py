@@ -55,10 +55,15 @@ def get_sessionmaker() -> sessionmaker[Session]:
 
 
 @contextmanager
-def session_scope() -> Iterator[Session]:
-    """A unit of work: commit on success, roll back on error."""
-    session = get_sessionmaker()()
+def session_scope(factory: sessionmaker[Session] | None = None) -> Iterator[Session]:
+    """The unit of work, for every writer outside a request (scheduler, worker, CLI): commit on success, roll
+    back on error. On SQLite the transaction is `BEGIN IMMEDIATE`, which takes the database's write lock from the
+    first statement, so a read-then-write never fails on a stale snapshot while other processes write too.
+    `factory` defaults to the configured database's."""
+    session = (factory or get_sessionmaker())()
     try:
+        if session.get_bind().dialect.name == "sqlite":
+            session.execute(text("BEGIN IMMEDIATE"))
         yield session
         session.commit()
     except Exception:

@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 
 from server.config import Settings
+from server.db import session_scope
 from server.services.hosts import DeviceInfo, heartbeat, register_host
-from server.services.scheduler import requeue_interrupted_jobs
-from worker.transactions import writer_session
+from server.services.retry_policy import requeue_interrupted_jobs
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class HostAgent:
 
     def register(self) -> None:
         self.devices = detect_devices(self.settings)
-        with writer_session() as session:
+        with session_scope() as session:
             host = register_host(session, self.name, self.devices, address=host_address())
             interrupted = requeue_interrupted_jobs(session, host)
         log.info("host %s registered with %d %s device(s)", self.name, len(self.devices), self.devices[0].device_type)
@@ -134,7 +134,7 @@ class HostAgent:
     def _beat(self) -> None:
         while not self._stop.wait(self.settings.heartbeat_seconds):
             try:
-                with writer_session() as session:
+                with session_scope() as session:
                     known = heartbeat(session, self.name)
                 if not known:
                     self.register()

@@ -9,12 +9,13 @@ import sys
 from sqlalchemy.orm import Session
 
 from server.config import get_settings
+from server.db import session_scope
 from server.services import job_runs
 from worker.celery_app import app
 from worker.host_agent import SHUTDOWN, host_name
 from worker.launch import torchrun_argv, trainer_env
 from worker.supervisor import Outcome, supervise
-from worker.transactions import write_when_database_answers, writer_session
+from worker.transactions import write_when_database_answers
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
             plan,
             argv,
             env,
-            writer_session,
+            session_scope,
             host_name=host,
             cancel_grace_seconds=settings.cancel_grace_seconds,
             shutdown=SHUTDOWN,

@@ -1,33 +1,23 @@
-"""The worker's unit of work: one transaction that takes SQLite's write lock up front, retried while
-the database is away."""
+"""The worker's writes that must reach the database: one unit of work (`server.db.session_scope`), retried
+while the database is away."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from server.db import get_sessionmaker
-from server.services.scheduler import writer_transaction
+from server.db import session_scope
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_RETRY_DELAY_SECONDS = 5.0
-
-
-@contextmanager
-def writer_session() -> Iterator[Session]:
-    """Commit on success, roll back on error; on SQLite a `BEGIN IMMEDIATE` transaction, so a
-    read-then-write never fails with a stale snapshot while the scheduler and server write too."""
-    with writer_transaction(get_sessionmaker()) as session:
-        yield session
 
 
 def write_when_database_answers(
@@ -42,7 +32,7 @@ def write_when_database_answers(
     delay = 0.5
     while True:
         try:
-            with writer_session() as session:
+            with session_scope() as session:
                 return write(session)
         except SQLAlchemyError as exc:
             waited = time.monotonic() - started

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from server.models import AdminState, Device, Host, HostStatus
 from server.services.errors import NotFound
 from server.services.hosts import live_status
-from server.services.scheduler import requeue_jobs_on_host
+from server.services.retry_policy import requeue_jobs_on_host
 
 
 def _host(session: Session, host_id: int) -> Host:

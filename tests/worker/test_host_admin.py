@@ -15,7 +15,8 @@ from server.config import Settings
 from server.models import ApiToken, Device, Host, Job, User
 from server.services.auth import ensure_admin
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.scheduler import schedule_once
 from server.services.tokens import hash_token
 from sfumato.app import create_app
 

@@ -10,7 +10,9 @@ from server.models import Device, Host, Job
 from server.services.host_admin import disable_host, drain_host
 from server.services.hosts import DeviceInfo, heartbeat, mark_lost_hosts, register_host
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, requeue_interrupted_jobs, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.retry_policy import requeue_interrupted_jobs
+from server.services.scheduler import schedule_once
 from worker.host_agent import detect_devices
 
 

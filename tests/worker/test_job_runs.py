@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.models import Allocation, Host, Job, JobEvent, LogLine
 from server.services import job_runs
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.scheduler import schedule_once
 from server.services.tokens import hash_token
 
 AddHost = Callable[..., Host]

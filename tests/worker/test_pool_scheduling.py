@@ -14,7 +14,8 @@ from server.services import job_runs
 from server.services.capacity import check_capacity
 from server.services.errors import FieldErrors
 from server.services.hosts import DeviceInfo, register_host
-from server.services.scheduler import NodeTask, PassReport, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.scheduler import PassReport, schedule_once
 from trainer.spec import parse_spec
 
 AddHost = Callable[..., Host]

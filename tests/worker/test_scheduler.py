@@ -15,7 +15,9 @@ from server.models import Allocation, Device, Host, Job, JobEvent, Team
 from server.services import job_runs
 from server.services.host_admin import disable_host
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, PassReport, requeue_interrupted_jobs, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.retry_policy import requeue_interrupted_jobs
+from server.services.scheduler import PassReport, schedule_once
 
 AddHost = Callable[..., Host]
 AddJob = Callable[..., Job]

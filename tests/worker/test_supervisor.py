@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.models import Job, LogLine
 from server.services import job_runs
-from server.services.scheduler import NodeTask, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.scheduler import schedule_once
 from worker.supervisor import Outcome, supervise
 
 
