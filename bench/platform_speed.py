@@ -186,13 +186,13 @@ def key_names(count: int) -> list[str]:
 # --- 1. ingestion ------------------------------------------------------------------------------------
 
 
-def batch_body(attempt: int, seq: int, first_step: int, keys: list[str], rng: random.Random) -> bytes:
+def batch_body(attempt: int, first_step: int, keys: list[str], rng: random.Random) -> bytes:
     now = time.time()
     steps = [
         {"step": s, "wall_time": now, "values": {k: rng.random() for k in keys}}
         for s in range(first_step, first_step + BATCH_STEPS)
     ]
-    return orjson.dumps({"attempt": attempt, "seq": seq, "steps": steps})
+    return orjson.dumps({"attempt": attempt, "steps": steps})
 
 
 async def trainer_client(url: str, job_id: int, token: str, seconds: float, first_step: int) -> dict[str, Any]:
@@ -205,15 +205,15 @@ async def trainer_client(url: str, job_id: int, token: str, seconds: float, firs
     resends: list[float] = []
     restored = 0
     errors = 0
-    seq = 0
+    sent = 0
     step = first_step
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
-            seq += 1
-            body = batch_body(1, seq, step, keys, rng)
+            sent += 1
+            body = batch_body(1, step, keys, rng)
             step += BATCH_STEPS
-            sends = 2 if seq % RESEND_EVERY == 0 else 1
+            sends = 2 if sent % RESEND_EVERY == 0 else 1
             for n in range(sends):
                 started = time.perf_counter()
                 response = await http.post(f"/api/v1/ingest/{job_id}/metrics", content=body)
@@ -815,8 +815,8 @@ def load_page_job(bench: Bench) -> int:
     rng = random.Random(job_id)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     with httpx.Client(base_url=bench.url, headers=headers, timeout=60) as http:
-        for seq in range(10):
-            body = batch_body(1, seq + 1, seq * BATCH_STEPS, keys, rng)
+        for batch in range(10):
+            body = batch_body(1, batch * BATCH_STEPS, keys, rng)
             http.post(f"/api/v1/ingest/{job_id}/metrics", content=body).raise_for_status()
     finish_jobs(bench, [job_id])
     return job_id

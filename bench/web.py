@@ -44,10 +44,10 @@ from server.config import Settings
 from server.db import scratch_postgres_database
 from server.migrate import upgrade
 from server.models import Job, JobEvent, LogLine, Membership, Team, User
-from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from sfumato.app import create_app
+from trainer.reporting.payload import MetricStep
 from trainer.spec import EXECUTORS as SPEC_EXECUTORS
 from web.pages.job_detail import CHARTS
 

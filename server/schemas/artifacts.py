@@ -1,20 +1,10 @@
-"""Checkpoints and final models a job registered."""
+"""Checkpoints and final models a job registered (registering one: trainer.reporting.payload.ArtifactRecord)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel
 
-from pydantic import BaseModel, Field
-
-from server.schemas.common import Attempt, ReadModel, Step, UtcDatetime
-
-
-class ArtifactIn(BaseModel):
-    attempt: Attempt
-    kind: Literal["checkpoint", "model"]
-    name: str = Field(min_length=1, max_length=200)
-    step: Step | None = None
-    path: str = Field(min_length=1, max_length=400, description="relative to the trainer's --output-dir")
+from server.schemas.common import ReadModel, UtcDatetime
 
 
 class ArtifactOut(ReadModel):

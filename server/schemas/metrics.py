@@ -1,31 +1,8 @@
-"""Metric batches in, downsampled aligned series out."""
+"""Metric series out (batches in: trainer.reporting.payload.MetricBatch)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import BaseModel, Field
-
-from server.schemas.common import Attempt, Step, WallTime
-
-MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
-
-
-class MetricStep(BaseModel):
-    step: Step
-    wall_time: WallTime
-    # Non-finite values are accepted and skipped (a NaN loss must not cost the batch's other points).
-    values: dict[MetricKey, float]
-
-
-class MetricBatch(BaseModel):
-    attempt: Attempt
-    seq: int = Field(ge=0)
-    steps: list[MetricStep]
-
-    @property
-    def point_count(self) -> int:
-        return sum(len(s.values) for s in self.steps)
 
 
 class MetricBatchStored(BaseModel):

@@ -1,20 +1,8 @@
-"""The trainer's progress report, which is also its heartbeat."""
+"""The answer to the trainer's progress report (the report itself: trainer.reporting.payload.ProgressReport)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-
-from server.schemas.common import Attempt, FiniteOrNone, Step
-
-
-class ProgressIn(BaseModel):
-    attempt: Attempt
-    step: Step
-    total_steps: Step
-    reward: FiniteOrNone = None
-    # Accepted from trainers, not stored: a job's samples/s is computed from its throughput metric
-    # (services.throughput), one definition for every page.
-    samples_per_s: FiniteOrNone = Field(None, ge=0)
 
 
 class ProgressStored(BaseModel):

@@ -1,23 +1,10 @@
-"""Sample images: the upload form and the gallery rows."""
+"""Sample images: the gallery rows (the upload form: trainer.reporting.payload.SampleForm)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
-from server.schemas.common import Attempt, FiniteOrNone, ReadModel, Step, UtcDatetime
-
-SampleKind = Literal["eval", "train"]
-
-
-class SampleForm(BaseModel):
-    attempt: Attempt
-    step: Step
-    kind: SampleKind = "eval"
-    prompt: str = Field(max_length=10_000)
-    seed: int = Field(ge=-(2**63), le=2**63 - 1)
-    reward: FiniteOrNone = None
+from server.schemas.common import ReadModel, UtcDatetime
 
 
 class SampleCreated(BaseModel):

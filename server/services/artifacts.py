@@ -8,10 +8,11 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.models import Artifact, Job
-from server.schemas.artifacts import ArtifactIn, ArtifactList, ArtifactOut
+from server.schemas.artifacts import ArtifactList, ArtifactOut
 from server.services.artifact_store import confined, job_folder
 from server.services.errors import Conflict
 from server.services.sql_text import column_types, rows_as_dicts, select_text
+from trainer.reporting.payload import ArtifactRecord
 
 
 def _size(path: Path) -> int | None:
@@ -22,7 +23,7 @@ def _size(path: Path) -> int | None:
     return None  # on another host's disk, or not written yet
 
 
-def register_artifact(session: Session, settings: Settings, job: Job, body: ArtifactIn) -> ArtifactOut:
+def register_artifact(session: Session, settings: Settings, job: Job, body: ArtifactRecord) -> ArtifactOut:
     """Record a file or folder the trainer wrote under its output dir (the job folder). Commits."""
     if body.attempt > job.attempt:  # an earlier attempt's checkpoints may be announced late, from its spool
         raise Conflict(f"attempt {body.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")

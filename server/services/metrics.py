@@ -10,10 +10,10 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from server.models import Job
-from server.schemas.metrics import MetricBatch
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.errors import Conflict, PayloadTooLarge
+from trainer.reporting.payload import MetricBatch
 
 
 def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_points: int) -> tuple[int, int]:

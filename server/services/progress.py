@@ -6,11 +6,11 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from server.models import Job, utcnow
-from server.schemas.progress import ProgressIn
 from server.services.errors import Conflict
+from trainer.reporting.payload import ProgressReport
 
 
-def record_progress(session: Session, job: Job, progress: ProgressIn) -> bool:
+def record_progress(session: Session, job: Job, progress: ProgressReport) -> bool:
     """Update the job's live fields; returns whether a cancel was requested. Commits."""
     if progress.attempt != job.attempt:
         raise Conflict(f"attempt {progress.attempt} is not job {job.id}'s current attempt ({job.attempt})")

@@ -9,11 +9,12 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.models import Job, Sample
-from server.schemas.samples import SampleForm, SampleOut, SamplePage
+from server.schemas.samples import SampleOut, SamplePage
 from server.services.artifact_store import job_folder, stored_file, write_atomically
 from server.services.current_points import current_points
 from server.services.errors import Conflict, NotFound
 from server.services.images import check_image
+from trainer.reporting.payload import SampleForm
 
 
 def store_sample(session: Session, settings: Settings, job: Job, form: SampleForm, data: bytes) -> tuple[int, bool]:

@@ -56,7 +56,7 @@ def two_teams(harness: Harness) -> TwoTeams:
     studio = harness.add_user("sam", "studio", "admin")
     job_id = harness.submit_ok({"name": "lab-job"}, headers=lab)
     token = harness.start_job(job_id)
-    batch = {"attempt": 1, "seq": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    batch = {"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 0.5}}]}
     assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
     sample = upload_sample(harness, job_id, token, png_bytes())
     assert sample.status_code == 201, sample.text

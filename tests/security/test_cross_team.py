@@ -61,7 +61,7 @@ def test_submitting_into_another_team_is_refused_and_stores_nothing(harness: Har
 
 def test_a_user_token_cannot_write_through_the_ingest_door(harness: Harness, two_teams: TwoTeams) -> None:
     before = _snapshot(harness, two_teams.job_id)
-    batch = {"attempt": 1, "seq": 9, "steps": [{"step": 5, "wall_time": 2.0, "values": {"loss": 9.0}}]}
+    batch = {"attempt": 1, "steps": [{"step": 5, "wall_time": 2.0, "values": {"loss": 9.0}}]}
     for headers in (two_teams.studio, two_teams.lab):
         response = harness.client.post(f"/api/v1/ingest/{two_teams.job_id}/metrics", json=batch, headers=headers)
         assert response.status_code == 401

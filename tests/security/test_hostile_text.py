@@ -29,7 +29,7 @@ def test_hostile_text_is_escaped_on_every_page(harness: Harness) -> None:
     job_id = harness.submit_ok(spec)
     other = harness.submit_ok({"name": f"other {XSS}"})
     token = harness.start_job(job_id)
-    batch = {"attempt": 1, "seq": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {f"reward/{XSS}": 0.5}}]}
+    batch = {"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {f"reward/{XSS}": 0.5}}]}
     assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
     assert upload_sample(harness, job_id, token, png_bytes(), prompt=f"sample {XSS}").status_code == 201
     harness.add_log_lines(job_id, [f"log {XSS}"])

@@ -13,7 +13,7 @@ BAD_WALL_TIMES = ["1e999", "-1e999", "NaN", "Infinity", "1e300", "-5"]
 
 def _batch(wall_time: str, step: str = "2") -> bytes:
     point = f'{{"step": {step}, "wall_time": {wall_time}, "values": {{"loss": 1}}}}'
-    return f'{{"attempt": 1, "seq": 2, "steps": [{point}]}}'.encode()
+    return f'{{"attempt": 1, "steps": [{point}]}}'.encode()
 
 
 @pytest.mark.parametrize("wall_time", BAD_WALL_TIMES)

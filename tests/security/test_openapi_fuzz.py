@@ -31,7 +31,7 @@ def _nul_characters(server: LiveServer) -> list[int]:
             client.get("/api/v1/jobs/1/metrics", params={"keys": "loss\x00"}).status_code,
             client.post(
                 "/api/v1/ingest/1/metrics",
-                json={"attempt": 1, "seq": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"a\x00": 1.0}}]},
+                json={"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"a\x00": 1.0}}]},
                 headers={"Authorization": f"Bearer {server.job_token}"},
             ).status_code,
         ]

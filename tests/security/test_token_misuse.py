@@ -28,7 +28,7 @@ def test_expired_token_is_401(harness: Harness) -> None:
 def test_job_token_on_another_job_is_403_and_stores_nothing(harness: Harness, two_teams: TwoTeams) -> None:
     other = harness.submit_ok({"name": "other"}, headers=two_teams.lab)
     harness.start_job(other)
-    batch = {"attempt": 1, "seq": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 1.0}}]}
+    batch = {"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 1.0}}]}
     response = harness.client.post(f"/api/v1/ingest/{other}/metrics", json=batch, headers=two_teams.job_token)
     assert response.status_code == 403
     keys = harness.client.get(f"/api/v1/jobs/{other}/metrics/keys", headers=two_teams.lab).json()["keys"]

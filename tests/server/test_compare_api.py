@@ -18,7 +18,7 @@ def _report(harness: Harness, job_id: int, token: dict[str, str], series: dict[s
         {"step": step, "wall_time": 1000.0 + step, "values": {key: values[step] for key, values in series.items()}}
         for step in range(len(next(iter(series.values()))))
     ]
-    body = {"attempt": 1, "seq": 1, "steps": steps}
+    body = {"attempt": 1, "steps": steps}
     response = harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=body, headers=token)
     assert response.status_code == 200, response.text
 

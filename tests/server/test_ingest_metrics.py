@@ -10,12 +10,9 @@ from sqlalchemy import func, select
 from server.models import MetricBlock
 
 
-def _batch(
-    attempt: int = 1, seq: int = 1, steps: range = range(3), keys: tuple[str, ...] = ("loss",)
-) -> dict[str, Any]:
+def _batch(attempt: int = 1, steps: range = range(3), keys: tuple[str, ...] = ("loss",)) -> dict[str, Any]:
     return {
         "attempt": attempt,
-        "seq": seq,
         "steps": [{"step": s, "wall_time": 1000.0 + s, "values": {k: float(s) for k in keys}} for s in steps],
     }
 
@@ -46,16 +43,14 @@ def test_overlapping_batch_stores_only_the_new_points(harness: Harness) -> None:
     job_id = harness.submit_ok()
     token = harness.start_job(job_id)
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=_batch(steps=range(3)), headers=token)
-    response = harness.client.post(
-        f"/api/v1/ingest/{job_id}/metrics", json=_batch(seq=2, steps=range(5)), headers=token
-    )
+    response = harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=_batch(steps=range(5)), headers=token)
     assert response.json()["stored"] == 2
 
 
 def test_non_finite_values_are_skipped_not_fatal(harness: Harness) -> None:
     job_id = harness.submit_ok()
     token = harness.start_job(job_id)
-    body = b'{"attempt": 1, "seq": 1, "steps": [{"step": 0, "wall_time": 1.0, "values": {"loss": NaN, "kl": 0.5}}]}'
+    body = b'{"attempt": 1, "steps": [{"step": 0, "wall_time": 1.0, "values": {"loss": NaN, "kl": 0.5}}]}'
     response = harness.client.post(
         f"/api/v1/ingest/{job_id}/metrics", content=body, headers={**token, "Content-Type": "application/json"}
     )
@@ -115,7 +110,7 @@ def test_later_attempt_replaces_the_earlier_attempts_overlapping_steps(harness: 
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=_batch(steps=range(6)), headers=first)
     harness.finish_job(job_id, "failed")
     second = harness.start_job(job_id)
-    resumed = {"attempt": 2, "seq": 1, "steps": [{"step": 4, "wall_time": 2000.0, "values": {"loss": 40.0}}]}
+    resumed = {"attempt": 2, "steps": [{"step": 4, "wall_time": 2000.0, "values": {"loss": 40.0}}]}
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=resumed, headers=second)
     series = harness.client.get(f"/api/v1/jobs/{job_id}/metrics", params={"keys": "loss"}, headers=harness.admin)
     [loss] = series.json()["series"]

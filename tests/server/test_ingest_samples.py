@@ -133,7 +133,7 @@ def test_samples_past_the_step_a_retry_resumed_at_are_listed_as_not_current(harn
     for step in (2, 10):
         assert _upload(harness, job_id, first, png_bytes(), step=step).status_code == 201
     second = harness.start_job(job_id)  # the retry resumes from a checkpoint at step 5
-    batch = {"attempt": 2, "seq": 1, "steps": [{"step": 5, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    batch = {"attempt": 2, "steps": [{"step": 5, "wall_time": 1.0, "values": {"loss": 0.5}}]}
     assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=second).status_code == 200
     items = harness.client.get(f"/api/v1/jobs/{job_id}/samples", headers=harness.admin).json()["items"]
     assert {(s["step"], s["attempt"], s["current"]) for s in items} == {(2, 1, True), (10, 1, False)}
@@ -148,7 +148,7 @@ def test_the_gallery_has_samples_only_if_one_is_still_current_after_a_retry(
     for step in steps:
         assert _upload(harness, job_id, first, png_bytes(), step=step).status_code == 201
     second = harness.start_job(job_id)  # the retry resumes at step 5: attempt 1's step 10 is superseded
-    batch = {"attempt": 2, "seq": 1, "steps": [{"step": 5, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    batch = {"attempt": 2, "steps": [{"step": 5, "wall_time": 1.0, "values": {"loss": 0.5}}]}
     assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=second).status_code == 200
     with harness.session() as session:
         assert has_current_samples(session, job_id, current_points(session, job_id)) is expected

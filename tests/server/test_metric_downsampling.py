@@ -25,7 +25,7 @@ def job_with_curves(harness: Harness) -> int:
             loss = 4.0  # loss max, at a step no reward extreme lives at
         steps.append({"step": step, "wall_time": float(step), "values": {"reward/mean": reward, "loss": loss}})
     for start in range(0, 2000, 250):
-        batch = {"attempt": 1, "seq": start, "steps": steps[start : start + 250]}
+        batch = {"attempt": 1, "steps": steps[start : start + 250]}
         assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
     return job_id
 
@@ -64,7 +64,7 @@ def test_short_series_are_returned_whole(harness: Harness, job_with_curves: int)
 def test_key_without_points_gets_nulls_on_the_shared_axis(harness: Harness) -> None:
     job_id = harness.submit_ok()
     token = harness.start_job(job_id)
-    batch = {"attempt": 1, "seq": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 5)]}
+    batch = {"attempt": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 5)]}
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token)
     _loss, missing = _series(harness, job_id, "loss,eval/score", 100)
     assert missing["steps"] == [0, 5] and missing["values"] == missing["wall_times"] == [None, None]
@@ -85,7 +85,7 @@ def test_metrics_without_keys_is_422(harness: Harness) -> None:
 def test_history_lists_every_point_with_whether_a_retry_superseded_it(harness: Harness) -> None:
     job_id = harness.submit_ok()
     token = harness.start_job(job_id)
-    batch = {"attempt": 1, "seq": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 1)]}
+    batch = {"attempt": 1, "steps": [{"step": s, "wall_time": 0.0, "values": {"loss": 1.0}} for s in (0, 1)]}
     harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token)
     response = harness.client.get(
         f"/api/v1/jobs/{job_id}/metrics/history", params={"key": "loss"}, headers=harness.admin

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from server.migrate import downgrade, upgrade
 from server.models import METRIC_BLOCK_STEPS, Job
-from server.schemas.metrics import MetricBatch, MetricSeriesSet
+from server.schemas.metrics import MetricSeriesSet
 from server.services.metric_reads import (
     key_figures,
     latest_points,
@@ -23,6 +23,7 @@ from server.services.metric_reads import (
     metric_series,
 )
 from server.services.metrics import store_metric_batch
+from trainer.reporting.payload import MetricBatch
 
 SPIKE_UP, SPIKE_DOWN = 1234, 2345
 
@@ -55,7 +56,7 @@ def send(session: Session, job: Job, steps: list[int] | range, keys: list[str], 
         job.attempt = attempt
         session.commit()
     points = [{"step": s, "wall_time": 1e9 + s, "values": {k: curve(k, s, attempt) for k in keys}} for s in steps]
-    batch = MetricBatch.model_validate({"attempt": attempt, "seq": 0, "steps": points})
+    batch = MetricBatch.model_validate({"attempt": attempt, "steps": points})
     stored, _skipped = store_metric_batch(session, job, batch, max_points=1_000_000)
     return stored
 
@@ -162,7 +163,7 @@ def test_downsampled_buckets_equal_a_direct_computation_from_the_points(session:
     for key, key_steps in steps.items():
         points = [{"step": s, "wall_time": float(s), "values": {key: noise.gauss(0, 1)}} for s in key_steps]
         for chunk in range(0, len(points), 1000):
-            batch = MetricBatch.model_validate({"attempt": 1, "seq": chunk, "steps": points[chunk : chunk + 1000]})
+            batch = MetricBatch.model_validate({"attempt": 1, "steps": points[chunk : chunk + 1000]})
             store_metric_batch(session, job, batch, max_points=100_000)
     assert_downsampled_like_the_points(session, job, list(steps), max_points)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from trainer.reporting import reporter as reporter_module
+from trainer.reporting.payload import MetricBatch
 from trainer.reporting.reporter import SPOOL_NAME, Reporter
 
 
@@ -87,8 +88,8 @@ def test_metrics_arrive_batched_with_the_job_token(tmp_path: Path, port: int) ->
         server.stop()
     assert metric_steps() == [1, 2, 3, 4, 5]
     batches = [json.loads(b) for p, _, b in Recorder.received if p.endswith("/metrics")]
-    assert len(batches) < 5 and all(b["attempt"] == 2 for b in batches)
-    assert len({b["seq"] for b in batches}) == len(batches)
+    assert len(batches) < 5
+    assert all(MetricBatch.model_validate(b).attempt == 2 for b in batches)  # what the server validates with
     assert "loss" not in batches[0]["steps"][0]["values"]  # NaN is not sent
     assert all(h["Authorization"] == "Bearer secret" for _, h, _ in Recorder.received)
     paths = {p.rsplit("/", 1)[1] for p, _, _ in Recorder.received}
@@ -144,6 +145,21 @@ def test_a_nan_progress_is_sent_as_null_and_blocks_nothing_after_it(tmp_path: Pa
     progress = [json.loads(b) for p, _, b in Recorder.received if p.endswith("/progress")]
     assert progress == [{"attempt": 2, "step": 1, "total_steps": 10, "reward": None, "samples_per_s": None}]
     assert metric_steps() == [1]
+
+
+def test_a_step_the_payload_refuses_is_printed_and_dropped_and_training_goes_on(
+    tmp_path: Path, port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = Server(port)
+    try:
+        reporter = make_reporter(tmp_path, port)
+        reporter.metrics(1, {"k" * 201: 0.5})  # a key longer than MetricKey allows
+        reporter.metrics(2, {"loss": 0.5})
+        reporter.close()
+    finally:
+        server.stop()
+    assert metric_steps() == [2]
+    assert "reporter: metrics of step 1 not sent" in capsys.readouterr().out
 
 
 def test_a_second_of_steps_goes_as_one_metrics_batch_and_one_progress_report_with_the_latest_values(

@@ -37,11 +37,11 @@ from server.models import (
     User,
     utcnow,
 )
-from server.schemas.metrics import MetricStep
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
+from trainer.reporting.payload import MetricStep
 
 PASSWORD = "correct horse battery"
 # How the worker records a trainer that died on a traceback (services.job_runs).

@@ -7,15 +7,15 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.models import Job
-from server.schemas.metrics import MetricBatch
 from server.services.errors import Conflict
 from server.services.metric_reads import metric_history
 from server.services.metrics import store_metric_batch
+from trainer.reporting.payload import MetricBatch
 
 
 def batch(attempt: int, steps: range) -> MetricBatch:
     points = [{"step": s, "wall_time": float(s), "values": {"loss": float(10 * attempt + s)}} for s in steps]
-    return MetricBatch.model_validate({"attempt": attempt, "seq": steps.start, "steps": points})
+    return MetricBatch.model_validate({"attempt": attempt, "steps": points})
 
 
 def live_points(factory: sessionmaker[Session], job_id: int) -> dict[int, int]:

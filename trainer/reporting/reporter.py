@@ -36,8 +36,18 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from trainer.reporting.ingest_client import IngestClient, TransportError
+from trainer.reporting.payload import (
+    ArtifactKind,
+    ArtifactRecord,
+    MetricBatch,
+    MetricStep,
+    ProgressReport,
+    SampleForm,
+    SampleKind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,31 +121,46 @@ class Reporter:
         if not self.enabled:
             return
         clean = {k: float(v) for k, v in values.items() if math.isfinite(v)}
-        point = {"step": step, "wall_time": time.time(), "values": clean}
-        self._append({"kind": "metrics", "json": {"attempt": self.attempt, "steps": [point]}})
+        try:
+            point = MetricStep(step=step, wall_time=time.time(), values=clean)
+        except ValidationError as exc:
+            self.print(f"reporter: metrics of step {step} not sent: {exc}")
+            return
+        self._append({"kind": "metrics", "json": MetricBatch(attempt=self.attempt, steps=[point]).model_dump()})
 
-    def sample(self, step: int, kind: str, prompt: str, seed: int, reward: float | None, png: bytes) -> None:
+    def sample(self, step: int, kind: SampleKind, prompt: str, seed: int, reward: float | None, png: bytes) -> None:
         if not self.enabled:
             return
-        data = {"attempt": str(self.attempt), "step": str(step), "kind": kind, "prompt": prompt, "seed": str(seed)}
-        if reward is not None:
-            data["reward"] = repr(float(reward))
-        self._append({"kind": "samples", "data": data, "image": base64.b64encode(png).decode()})
+        try:
+            form = SampleForm(attempt=self.attempt, step=step, kind=kind, prompt=prompt, seed=seed, reward=reward)
+        except ValidationError as exc:
+            self.print(f"reporter: sample of step {step} not sent: {exc}")
+            return
+        self._append({"kind": "samples", "data": form.form_fields(), "image": base64.b64encode(png).decode()})
 
     def progress(self, step: int, total_steps: int, reward: float, samples_per_s: float) -> None:
-        body = {
-            "attempt": self.attempt,
-            "step": step,
-            "total_steps": total_steps,
-            "reward": reward if math.isfinite(reward) else None,  # JSON has no NaN: the server would refuse it
-            "samples_per_s": samples_per_s if math.isfinite(samples_per_s) else None,
-        }
-        self._append({"kind": "progress", "json": body})
+        try:
+            body = ProgressReport(
+                attempt=self.attempt,
+                step=step,
+                total_steps=total_steps,
+                reward=reward,
+                # JSON has no NaN, and a throughput must not be negative: an unknown one is sent as null.
+                samples_per_s=samples_per_s if math.isfinite(samples_per_s) else None,
+            )
+        except ValidationError as exc:
+            self.print(f"reporter: progress of step {step} not sent: {exc}")
+            return
+        self._append({"kind": "progress", "json": body.model_dump()})
 
-    def artifact(self, kind: str, name: str, step: int, path: str) -> None:
+    def artifact(self, kind: ArtifactKind, name: str, step: int, path: str) -> None:
         self.print(f"artifact {kind} {name} at {path}")
-        body = {"attempt": self.attempt, "kind": kind, "name": name, "step": step, "path": path}
-        self._append({"kind": "artifacts", "json": body})
+        try:
+            body = ArtifactRecord(attempt=self.attempt, kind=kind, name=name, step=step, path=path)
+        except ValidationError as exc:
+            self.print(f"reporter: artifact {name} not registered: {exc}")
+            return
+        self._append({"kind": "artifacts", "json": body.model_dump()})
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         """Wait until the spool is shipped, at most about `timeout_s`; then the spool goes. Unshipped events
@@ -270,9 +295,9 @@ _GROUPED = ("metrics", "samples", "progress")
 
 def _next_group(lines: list[tuple[int, dict[str, Any]]]) -> tuple[int, list[dict[str, Any]]]:
     """How many of the first lines go together, and their requests: an artifact alone; else the run of metric,
-    sample and progress lines of one attempt (up to MAX_BATCH_STEPS metric steps) as one metrics batch (seq:
-    the run's end offset), the samples, and one progress report with what the server would hold after
-    applying each in turn (the last values, a null not overwriting an earlier value). Re-sending any of
+    sample and progress lines of one attempt (up to MAX_BATCH_STEPS metric steps) as one metrics batch, the
+    samples, and one progress report with what the server would hold after applying each in turn (the last
+    values, a null not overwriting an earlier value). Re-sending any of
     these stores nothing twice, so a run cut short by an error is simply sent again."""
     first = lines[0][1]
     if first["kind"] not in _GROUPED:
@@ -295,8 +320,8 @@ def _next_group(lines: list[tuple[int, dict[str, Any]]]) -> tuple[int, list[dict
             body = request["json"]
             kept = {k: progress[k] for k in _LATEST_WINS if progress and body[k] is None}
             progress = {**body, **kept}
-    last_end = lines[count - 1][0]
-    group = [{"kind": "metrics", "json": {"attempt": attempt, "seq": last_end, "steps": steps}}] if steps else []
+    # One MetricBatch: the steps of the run's spooled MetricBatch lines, each validated when it was reported.
+    group = [{"kind": "metrics", "json": {"attempt": attempt, "steps": steps}}] if steps else []
     return count, group + samples + ([{"kind": "progress", "json": progress}] if progress else [])
 
 

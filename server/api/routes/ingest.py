@@ -10,16 +10,17 @@ from sqlalchemy.orm import Session
 from server.api.deps import IngestJob, JobCredentials, JobId, SessionDep, SettingsDep, run_as_trainer
 from server.api.orjson_route import OrjsonRoute
 from server.models import Job
-from server.schemas.artifacts import ArtifactIn, ArtifactOut
+from server.schemas.artifacts import ArtifactOut
 from server.schemas.common import ErrorBody
-from server.schemas.metrics import MetricBatch, MetricBatchStored
-from server.schemas.progress import ProgressIn, ProgressStored
-from server.schemas.samples import SampleCreated, SampleForm
+from server.schemas.metrics import MetricBatchStored
+from server.schemas.progress import ProgressStored
+from server.schemas.samples import SampleCreated
 from server.services.artifacts import register_artifact
 from server.services.errors import PayloadTooLarge
 from server.services.metrics import store_metric_batch
 from server.services.progress import record_progress
 from server.services.samples import store_sample
+from trainer.reporting.payload import ArtifactRecord, MetricBatch, ProgressReport, SampleForm
 
 router = APIRouter(
     route_class=OrjsonRoute,
@@ -67,10 +68,10 @@ def ingest_sample(
 
 
 @router.post("/{job_id}/progress", response_model=ProgressStored)
-def ingest_progress(job: IngestJob, session: SessionDep, progress: ProgressIn) -> ProgressStored:
+def ingest_progress(job: IngestJob, session: SessionDep, progress: ProgressReport) -> ProgressStored:
     return ProgressStored(cancel_requested=record_progress(session, job, progress))
 
 
 @router.post("/{job_id}/artifacts", status_code=status.HTTP_201_CREATED, response_model=ArtifactOut)
-def ingest_artifact(job: IngestJob, session: SessionDep, settings: SettingsDep, body: ArtifactIn) -> ArtifactOut:
+def ingest_artifact(job: IngestJob, session: SessionDep, settings: SettingsDep, body: ArtifactRecord) -> ArtifactOut:
     return register_artifact(session, settings, job, body)

@@ -10,10 +10,11 @@ from fastapi.responses import FileResponse
 
 from server.api.deps import SampleId, SessionDep, SettingsDep, VisibleJob
 from server.schemas.common import MAX_INT32
-from server.schemas.samples import EvalRewards, SampleKind, SamplePage
+from server.schemas.samples import EvalRewards, SamplePage
 from server.services import samples
 from server.services.eval_rewards import eval_rewards
 from server.services.thumbnails import THUMB_PX, thumbnail
+from trainer.reporting.payload import SampleKind
 
 router = APIRouter(tags=["samples"])
 

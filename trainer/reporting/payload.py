@@ -1,0 +1,90 @@
+"""The ingestion payload: what the trainer's reporter sends and the server's ingestion endpoints accept.
+
+One definition for both sides (docs/contracts.md): the reporter builds its events with these models and the
+server validates request bodies with them. Torch-free and server-free (pydantic only), so the server may import
+it. A re-sent body stores nothing twice: a metric point is stored once under (job, key, step, attempt), a
+sample once under (attempt, step, kind, prompt, seed), progress keeps the latest values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, Field
+
+MAX_INT32 = 2**31 - 1
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+# A NaN reward or throughput (a diverged run) is reported as unknown rather than refused.
+FiniteOrNone = Annotated[float | None, AfterValidator(_finite_or_none)]
+Step = Annotated[int, Field(ge=0, le=MAX_INT32)]
+# Seconds since the epoch, up to the year 3000: an infinite or absurd wall time (which broke every duration
+# computed from it) is refused with 422, naming the field.
+MAX_WALL_TIME = 32_503_680_000.0
+WallTime = Annotated[float, Field(ge=0, le=MAX_WALL_TIME, allow_inf_nan=False)]
+Attempt = Annotated[int, Field(ge=1, le=10_000)]
+MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
+SampleKind = Literal["eval", "train"]
+ArtifactKind = Literal["checkpoint", "model"]
+
+
+class MetricStep(BaseModel):
+    step: Step
+    wall_time: WallTime
+    # Non-finite values are accepted and skipped (a NaN loss must not cost the batch's other points).
+    values: dict[MetricKey, float]
+
+
+class MetricBatch(BaseModel):
+    """`POST /api/v1/ingest/{job_id}/metrics`: the steps of one attempt."""
+
+    attempt: Attempt
+    steps: list[MetricStep]
+
+    @property
+    def point_count(self) -> int:
+        return sum(len(s.values) for s in self.steps)
+
+
+class ProgressReport(BaseModel):
+    """`POST .../progress`: where training is; also the trainer's heartbeat."""
+
+    attempt: Attempt
+    step: Step
+    total_steps: Step
+    reward: FiniteOrNone = None
+    samples_per_s: FiniteOrNone = Field(None, ge=0)
+
+
+class ArtifactRecord(BaseModel):
+    """`POST .../artifacts`: a checkpoint or final model the trainer wrote."""
+
+    attempt: Attempt
+    kind: ArtifactKind
+    name: str = Field(min_length=1, max_length=200)
+    step: Step | None = None
+    path: str = Field(min_length=1, max_length=400, description="relative to the trainer's --output-dir")
+
+
+class SampleForm(BaseModel):
+    """`POST .../samples`: the form fields sent with a sample's image (file field `image`, PNG or WebP)."""
+
+    attempt: Attempt
+    step: Step
+    kind: SampleKind = "eval"
+    prompt: str = Field(max_length=10_000)
+    seed: int = Field(ge=-(2**63), le=2**63 - 1)
+    reward: FiniteOrNone = None
+
+    def form_fields(self) -> dict[str, str]:
+        """The multipart text fields; a reward is left out when unknown."""
+        fields = {"attempt": str(self.attempt), "step": str(self.step), "kind": self.kind, "prompt": self.prompt}
+        fields["seed"] = str(self.seed)
+        if self.reward is not None:
+            fields["reward"] = repr(self.reward)
+        return fields
