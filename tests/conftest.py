@@ -10,14 +10,18 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
 
-from server.db import scratch_postgres_database
+from server.db import make_engine, scratch_postgres_database
+from server.models import Host, Job, utcnow
+from server.services.hosts import DeviceInfo, register_host
 
 if TYPE_CHECKING:
     from client_harness import TinyJobs
@@ -87,6 +91,73 @@ def migrated_database_url(request: pytest.FixtureRequest, migrated_templates: di
     server_url = request.getfixturevalue("postgres_server_url")
     with scratch_postgres_database(server_url, "sfumato_test", template=migrated_templates["postgres"]) as url:
         yield url
+
+
+@pytest.fixture
+def factory(migrated_database_url: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on a migrated database (both kinds): for tests that build hosts and jobs with add_host / add_job."""
+    engine = make_engine(migrated_database_url)
+    yield sessionmaker(bind=engine, expire_on_commit=False)
+    engine.dispose()
+
+
+@pytest.fixture
+def add_host(factory: sessionmaker[Session]) -> Callable[..., Host]:
+    def add(
+        name: str,
+        devices: int = 2,
+        device_type: str = "cpu",
+        model: str = "Test CPU",
+        heartbeat_age_s: float = 0.0,
+    ) -> Host:
+        with factory.begin() as session:
+            infos = [DeviceInfo(i, device_type, model, None) for i in range(devices)]
+            host = register_host(session, name, infos, address="127.0.0.1")
+            host.last_heartbeat_at = utcnow() - timedelta(seconds=heartbeat_age_s)
+            return host
+
+    return add
+
+
+@pytest.fixture
+def add_job(factory: sessionmaker[Session]) -> Callable[..., Job]:
+    def add(
+        devices: int = 1,
+        device_type: str = "cpu",
+        priority: int = 0,
+        nodes: int = 1,
+        gpu_model: str | None = None,
+        pools: dict[str, dict[str, Any]] | None = None,
+        exclusive: bool = False,
+        **fields: Any,
+    ) -> Job:
+        """`pools` ({"rollout": {"devices": 1, "gpu_model": ...}, "trainer": {...}}) makes a DigenRL pool job."""
+        resources: dict[str, Any] = {"devices": devices, "device_type": device_type, "nodes": nodes}
+        if gpu_model is not None:
+            resources["gpu_model"] = gpu_model
+        if exclusive:
+            resources["exclusive"] = True
+        if pools is not None:
+            devices = resources["devices"] = sum(pool["devices"] for pool in pools.values())
+            resources["pools"] = pools
+        with factory.begin() as session:
+            job = Job(
+                name=fields.pop("name", "job"),
+                spec={"name": "job", "resources": resources},
+                algorithm="flow_grpo",
+                executor="native",
+                model_family="sd3",
+                device_type=device_type,
+                devices=devices,
+                nodes=nodes,
+                priority=priority,
+                **fields,
+            )
+            session.add(job)
+            session.flush()
+            return job
+
+    return add
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,8 @@ from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import FieldErrors, NotFound
 from server.services.eval_rewards import eval_rewards
-from server.services.metric_reads import key_figures, latest_points
+from server.services.metric_figures import key_figures
+from server.services.metric_reads import latest_points
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
 from server.services.spec_differences import spec_differences

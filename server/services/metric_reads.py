@@ -1,4 +1,5 @@
-"""Reading a job's metrics: keys, downsampled step-aligned series, latest values, figures.
+"""Reading a job's metrics: keys, downsampled step-aligned series, latest values (per-key figures:
+metric_figures; a key's history across attempts: metric_history).
 
 Everything reads `metric_blocks`. Long ranges use only the blocks' figures (a 1,000,000-point series is
 ~4,000 rows, none unpacked); short ranges unpack the few blocks they cover. Points an
@@ -7,7 +8,6 @@ attempt reported after a later attempt resumed are left out (services.current_po
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
 from server.models import MetricBlock
-from server.schemas.metrics import HistoryPoint, MetricSeries, MetricSeriesSet
+from server.schemas.metrics import MetricSeries, MetricSeriesSet
 from server.services.binary_rows import binary_rows
 from server.services.current_points import CurrentPoints, current_points
 from server.services.downsampling import Bucketed, Pieces, bucket
-from server.services.metric_blocks import TILE, TILE_STEPS, pack, unpack
+from server.services.metric_blocks import TILE, TILE_STEPS, unpack
 from server.services.sql_text import select_text
 
 # The most keys one read of aligned series asks for (GET /api/v1/jobs/{id}/metrics; the job page's charts).
@@ -45,12 +45,8 @@ def _current(job_id: int, keys: Sequence[str], current: CurrentPoints) -> tuple[
     )
 
 
-def _after(step: int) -> tuple[object, ...]:
-    """Blocks holding a step after `step`: a primary-key range (a block ends before the next block starts)."""
-    return MetricBlock.block >= step // BLOCK, MetricBlock.last_step > step
-
-
-def _current_points(data: bytes, attempt: int, current: CurrentPoints) -> np.ndarray:
+def current_points_of_block(data: bytes, attempt: int, current: CurrentPoints) -> np.ndarray:
+    """A block's points that are current (before the step a later attempt resumed at)."""
     points = unpack(data)
     cutoff = current.cutoff(attempt)
     return points if points["step"][-1] < cutoff else points[points["step"] < cutoff]
@@ -183,7 +179,7 @@ def _pieces_of_points(
     columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.points)
     arrays, owners = [], []
     for key, attempt, data in session.connection().execute(select(*columns).where(*where)):
-        points = _current_points(data, attempt, current)
+        points = current_points_of_block(data, attempt, current)
         arrays.append(points)
         owners.append(np.full(len(points), index[key]))
     if not arrays:
@@ -297,91 +293,6 @@ def latest_points(
                 MetricBlock.block == step // BLOCK,
             )
         )
-        last = _current_points(data, attempt, current)[-1]
+        last = current_points_of_block(data, attempt, current)[-1]
         found[key] = Point(int(last["step"]), float(last["value"]), float(last["wall"]))
     return {key: found[key] for key in (sorted(found) if keys is None else keys) if key in found}
-
-
-@dataclass
-class KeyFigures:
-    """One key's figures over all its current points."""
-
-    count: int
-    mean: float
-    maximum: float
-    first_wall: float
-    last_wall: float
-
-
-def key_figures(session: Session, job_id: int, keys: Sequence[str] | None = None) -> dict[str, KeyFigures]:
-    """Count, mean, maximum and first / last wall time per key (of `keys`, or all): an aggregate over the
-    blocks' figures, plus the blocks a later attempt cut short, unpacked."""
-    current = current_points(session, job_id)
-    bound = current.bound(MetricBlock.attempt)
-    where = [MetricBlock.job_id == job_id, MetricBlock.first_step < bound]
-    if keys is not None:
-        where.append(MetricBlock.key.in_(keys))
-    sums: dict[str, list[float]] = {}
-    whole = session.execute(
-        select(
-            MetricBlock.key,
-            func.sum(MetricBlock.n),
-            func.sum(MetricBlock.total),
-            func.max(MetricBlock.max_value),
-            func.min(MetricBlock.first_wall),
-            func.max(MetricBlock.last_wall),
-        )
-        .where(*where, MetricBlock.last_step < bound)
-        .group_by(MetricBlock.key)
-    )
-    for key, n, total, maximum, first, last in whole:
-        sums[key] = [n, total, maximum, first, last]
-    cut = session.execute(
-        select(MetricBlock.key, MetricBlock.attempt, MetricBlock.points).where(*where, MetricBlock.last_step >= bound)
-    )
-    for key, attempt, data in cut:
-        part = {name: column[0] for name, column in pack([_current_points(data, attempt, current)]).figures.items()}
-        n, total, maximum, first, last = sums.get(key, [0, 0.0, -math.inf, math.inf, -math.inf])
-        sums[key] = [
-            n + part["n"],
-            total + part["total"],
-            max(maximum, part["max_value"]),
-            min(first, part["first_wall"]),
-            max(last, part["last_wall"]),
-        ]
-    return {
-        key: KeyFigures(int(n), total / n, maximum, first, last)
-        for key, (n, total, maximum, first, last) in sums.items()
-        if n
-    }
-
-
-def metric_history(session: Session, job_id: int, key: str, after_step: int, limit: int) -> list[HistoryPoint]:
-    """Points of `key` any attempt reported at steps > after_step, by step then attempt (the first `limit`),
-    each saying whether it is current."""
-    current = current_points(session, job_id)
-    rows = session.execute(
-        select(MetricBlock.attempt, MetricBlock.points)
-        .where(MetricBlock.job_id == job_id, MetricBlock.key == key, *_after(after_step))
-        .order_by(MetricBlock.block, MetricBlock.attempt)
-    )
-    history: list[HistoryPoint] = []
-    block_of_last = None
-    for attempt, data in rows.yield_per(64):
-        points = unpack(data)
-        block = int(points["step"][0]) // BLOCK
-        if len(history) >= limit and block != block_of_last:
-            break
-        block_of_last = block
-        history += [
-            HistoryPoint(
-                step=step, attempt=attempt, value=value, wall_time=wall, current=current.is_current(attempt, step)
-            )
-            for step, value, wall in points[points["step"] > after_step].tolist()
-        ]
-    history.sort(key=lambda p: (p.step, p.attempt))
-    if len(history) > limit:
-        split = history[limit].step  # never end a page inside a step that two attempts reported
-        whole = [p for p in history[:limit] if p.step != split]
-        history = whole or history[:limit]
-    return history

@@ -30,7 +30,8 @@ from server.config import Settings
 from server.db import make_engine
 from server.migrate import upgrade
 from server.services.auth import ensure_admin
-from server.services.metric_reads import metric_history, metric_keys
+from server.services.metric_history import metric_history
+from server.services.metric_reads import metric_keys
 
 # Short clocks so a fault plays out in seconds: heartbeats, lost hosts, scheduler passes, lost tasks.
 FAST_CLOCKS = {

@@ -15,13 +15,9 @@ from sqlalchemy.orm import Session
 from server.migrate import downgrade, upgrade
 from server.models import METRIC_BLOCK_STEPS, Job
 from server.schemas.metrics import MetricSeriesSet
-from server.services.metric_reads import (
-    key_figures,
-    latest_points,
-    metric_history,
-    metric_keys,
-    metric_series,
-)
+from server.services.metric_figures import key_figures
+from server.services.metric_history import metric_history
+from server.services.metric_reads import latest_points, metric_keys, metric_series
 from server.services.metrics import store_metric_batch
 from trainer.reporting.payload import MetricBatch
 

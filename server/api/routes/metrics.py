@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from server.api.deps import SessionDep, VisibleJob
 from server.schemas.metrics import MetricHistory, MetricKeys, MetricSeriesSet
-from server.services import metric_reads
+from server.services import metric_history, metric_reads
 from server.services.errors import FieldErrors
 
 router = APIRouter(tags=["metrics"])
@@ -53,4 +53,4 @@ def get_metric_history(
     """Every point of one key that any attempt reported, not downsampled, including the points a retry
     superseded (`current: false`): what each attempt computed, for auditing a retried job. Page through a
     long key with `after_step` set to the last step received."""
-    return MetricHistory(key=key, points=metric_reads.metric_history(session, job.id, key, after_step, limit))
+    return MetricHistory(key=key, points=metric_history.metric_history(session, job.id, key, after_step, limit))

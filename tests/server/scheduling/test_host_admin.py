@@ -29,7 +29,10 @@ def api(
     factory: sessionmaker[Session], migrated_database_url: str, tmp_path: Path
 ) -> Iterator[tuple[TestClient, dict, dict]]:
     """The real app on the test database, with an admin's and a plain member's bearer headers."""
-    settings = Settings(home=tmp_path / "home", database_url=migrated_database_url, admin_token="sfu_admin-token",
+    settings = Settings(
+        home=tmp_path / "home",
+        database_url=migrated_database_url,
+        admin_token="sfu_admin-token",
         secret_key=secrets.token_hex(32),
     )
     with factory() as session:

@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.models import Host, Job
 from server.services.job_status import set_status
-from server.services.scheduler import NodeTask, schedule_once
+from server.services.placement_pass import NodeTask
+from server.services.scheduler import schedule_once
 
 AddHost = Callable[..., Host]
 AddJob = Callable[..., Job]

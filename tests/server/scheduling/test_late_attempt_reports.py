@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.models import Job
 from server.services.errors import Conflict
-from server.services.metric_reads import metric_history
+from server.services.metric_history import metric_history
 from server.services.metrics import store_metric_batch
 from trainer.reporting.payload import MetricBatch
 
