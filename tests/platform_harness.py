@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from server.config import Settings
 from server.db import make_engine
 from server.migrate import upgrade
 from server.services.auth import ensure_admin
+from sfumato.cli.process_groups import start_process, stop_processes
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_SPEC = REPO / "examples" / "tiny-native.json"
@@ -34,26 +34,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def start_process(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """A platform process in its own session (so stopping it stops its children), output appended to `log`."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_seconds: float) -> None:
-    """SIGTERM every process group, wait up to `grace_seconds` for each, then SIGKILL."""
-    procs = list(procs)
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=grace_seconds)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @dataclass
@@ -71,7 +51,7 @@ class Platform:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
 
     def start(self, name: str, argv: list[str]) -> None:
-        self.procs[name] = start_process(argv, self.env, self.logs / f"{name}.log")
+        self.procs[name] = start_process(argv, self.env, self.logs / f"{name}.log", REPO)
 
     def stop(self) -> None:
         stop_processes(self.procs.values(), grace_seconds=20)
