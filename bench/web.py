@@ -43,7 +43,7 @@ from sqlalchemy.engine import make_url
 from server.config import Settings
 from server.db import scratch_postgres_database
 from server.migrate import upgrade
-from server.models import Job, JobEvent, LogLine, Membership, Team, User
+from server.models import Job, JobEvent, JobStatus, LogLine, Membership, Team, User
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from sfumato.app import create_app
@@ -137,7 +137,7 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
         made = []
         for n in range(jobs):
             executor = EXECUTORS[n % len(EXECUTORS)]
-            status = "running" if n == 0 else ("succeeded" if n % 5 else "failed")
+            status = JobStatus.RUNNING if n == 0 else (JobStatus.SUCCEEDED if n % 5 else JobStatus.FAILED)
             job = Job(
                 name=f"sd3-dance-{executor}-{n:03d}",
                 spec=spec_for(f"sd3-dance-{executor}-{n:03d}", executor),
@@ -155,13 +155,14 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
                 team_id=team.id,
                 created_at=now - timedelta(hours=jobs - n),
                 started_at=now - timedelta(hours=jobs - n),
-                finished_at=None if status == "running" else now - timedelta(hours=jobs - n - 1),
+                finished_at=None if status == JobStatus.RUNNING else now - timedelta(hours=jobs - n - 1),
             )
             session.add(job)
             made.append(job)
         session.flush()
         for job in made:
-            session.add_all(JobEvent(job_id=job.id, attempt=1, status=s) for s in ("queued", "running", job.status))
+            history = (JobStatus.QUEUED, JobStatus.RUNNING, job.status)
+            session.add_all(JobEvent(job_id=job.id, attempt=1, status=s) for s in history)
         big = made[0]
         session.add_all(
             LogLine(job_id=big.id, attempt=1, text=f"step {i}: reward 0.{i % 97:02d} loss 0.0{i % 89:02d}")

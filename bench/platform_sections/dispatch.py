@@ -10,6 +10,7 @@ from datetime import UTC
 from sqlalchemy import text
 
 from platform_sections.harness import SPEC, Bench, Figure, load_average, percentile
+from server.models import TERMINAL_STATES, HostStatus
 
 
 def start_worker(bench: Bench) -> None:
@@ -27,7 +28,7 @@ def start_worker(bench: Bench) -> None:
     with bench.client() as http:
         while time.monotonic() < deadline:
             hosts = http.get("/api/v1/hosts").json()["items"]
-            if any(h["name"] == host and h["status"] == "online" for h in hosts):
+            if any(h["name"] == host and h["status"] == HostStatus.ONLINE for h in hosts):
                 return
             time.sleep(0.3)
     raise RuntimeError("the worker's host did not come online")
@@ -62,7 +63,7 @@ def bench_dispatch(bench: Bench, runs: int) -> None:
             if i > 0:  # the first one warms the worker up
                 latencies.append((running - posted) * 1000)
             http.post(f"/api/v1/jobs/{job_id}/cancel").raise_for_status()
-            while http.get(f"/api/v1/jobs/{job_id}").json()["status"] not in ("cancelled", "failed", "succeeded"):
+            while http.get(f"/api/v1/jobs/{job_id}").json()["status"] not in TERMINAL_STATES:
                 time.sleep(0.1)
             time.sleep(1.0)  # the worker is idle again
     p50 = statistics.median(latencies)
