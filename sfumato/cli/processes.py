@@ -169,7 +169,8 @@ def scheduler() -> None:
     """The scheduler loop: places queued jobs on free devices and notices lost hosts."""
     from server.config import get_settings
     from server.db import get_sessionmaker
-    from server.services.scheduler import RUN_JOB_TASK, NodeTask, run_scheduler
+    from server.services.placement_pass import NodeTask
+    from server.services.scheduler import RUN_JOB_TASK, run_scheduler
     from server.services.scheduler_wakeup import SchedulerWakeup
     from worker.celery_app import app as celery_app
 
