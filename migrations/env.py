@@ -51,6 +51,11 @@ def run_online() -> None:
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
+            if connection.dialect.name == "sqlite":
+                # Batch mode copies a table and drops the old one; with foreign keys on, that drop cascades into
+                # every table that references it (copying `jobs` deleted every metric block). Off while migrating.
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                connection.commit()
             _configure(connection=connection)
             with context.begin_transaction():
                 context.run_migrations()
