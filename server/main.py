@@ -46,7 +46,9 @@ def create_api_app(settings: Settings | None = None) -> FastAPI:
         title="Sfumato",
         summary="RL fine-tuning of diffusion models, managed from the web",
         version="0.1.0",
-        docs_url="/docs",
+        # /docs and /redoc are served by web.pages.api_docs from the npm lockfile, not from FastAPI's CDN.
+        docs_url=None,
+        redoc_url=None,
         lifespan=lifespan,
         # Default(...) keeps FastAPI's Pydantic fast path for routes with a response model.
         default_response_class=Default(OrjsonResponse),

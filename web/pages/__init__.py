@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from server.api.page_session import read_session
-from web.pages import account, auth, compare, gallery, hosts, job_detail, jobs, side_by_side, submit, teams
+from web.pages import account, api_docs, auth, compare, gallery, hosts, job_detail, jobs, side_by_side, submit, teams
 from web.pages.deps import PageNotFound
 from web.pages.render import not_found
 
@@ -20,10 +20,12 @@ VENDOR = {
     "/static/vendor/htmx": NODE_MODULES / "htmx.org" / "dist",
     "/static/vendor/uplot": NODE_MODULES / "uplot" / "dist",
     "/static/vendor/pico": NODE_MODULES / "@picocss" / "pico" / "css",
+    "/static/vendor/swagger-ui": NODE_MODULES / "swagger-ui-dist",
+    "/static/vendor/redoc": NODE_MODULES / "redoc" / "bundles",
 }
 
 router = APIRouter(include_in_schema=False)
-for module in (auth, jobs, job_detail, side_by_side, gallery, submit, compare, hosts, account, teams):
+for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, compare, hosts, account, teams):
     router.include_router(module.router)
 
 
