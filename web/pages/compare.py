@@ -3,20 +3,22 @@ executor, and the samples side by side."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import Job, Sample
 from server.services import compare, pages
 from server.services.auth import Caller
 from server.services.job_reads import JobFilters, list_jobs
 from web.pages.deps import page_caller
 from web.pages.gallery import pick
 from web.pages.render import render
+
+if TYPE_CHECKING:
+    from server.models import Job, Sample
 
 router = APIRouter()
 # Overlaid charts: one per metric key.
