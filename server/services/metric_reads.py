@@ -52,8 +52,11 @@ def current_points_of_block(data: bytes, attempt: int, current: CurrentPoints) -
     return points if points["step"][-1] < cutoff else points[points["step"] < cutoff]
 
 
-def metric_series(session: Session, job_id: int, keys: list[str], max_points: int) -> MetricSeriesSet:
-    """Series for `keys` on one shared step axis of at most `max_points` steps.
+def metric_series(
+    session: Session, job_id: int, keys: list[str], max_points: int, after_step: int = -1
+) -> MetricSeriesSet:
+    """Series for `keys` on one shared step axis of at most `max_points` steps (only steps > `after_step`: what
+    a live chart lacks since its last step).
 
     Past `max_points` steps the range is cut into equal buckets (the same edges for every key) and each
     bucket gives, per key, its last value, minimum and maximum. Buckets of whole blocks are aggregated by the
@@ -62,6 +65,8 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
     """
     current = current_points(session, job_id)
     where = _current(job_id, keys, current)
+    if after_step >= 0:
+        where = (*where, MetricBlock.block >= after_step // BLOCK, MetricBlock.last_step > after_step)
     bound = current.bound(MetricBlock.attempt)
     lo, hi = session.execute(
         select(
@@ -69,10 +74,16 @@ def metric_series(session: Session, job_id: int, keys: list[str], max_points: in
             func.max(case((MetricBlock.last_step < bound, MetricBlock.last_step), else_=bound - 1)),
         ).where(*where)
     ).one()
-    if lo is None:
+    if after_step >= 0 and lo is not None:
+        lo = max(lo, after_step + 1)
+    if lo is None or lo > hi:
         return MetricSeriesSet(series=[MetricSeries(key=key, steps=[], values=[], wall_times=[]) for key in keys])
     index = {key: i for i, key in enumerate(keys)}
     width = -(-(hi - lo + 1) // max_points)
+    if after_step >= 0:
+        # The blocks holding the steps after `after_step` also hold earlier ones: count points, not figures.
+        points = _pieces_of_points(session, where, index, current, lo, width, after_step)
+        return _series_set(keys, bucket(points, len(keys)), width)
     grain = BLOCK if width >= BLOCK else TILE_STEPS if width >= TILE_STEPS else 1
     width = -(-width // grain) * grain
     base = lo // grain * grain
@@ -173,13 +184,20 @@ def _pieces_of_tiles(
 
 
 def _pieces_of_points(
-    session: Session, where: tuple[object, ...], index: dict[str, int], current: CurrentPoints, base: int, width: int
+    session: Session,
+    where: tuple[object, ...],
+    index: dict[str, int],
+    current: CurrentPoints,
+    base: int,
+    width: int,
+    after_step: int = -1,
 ) -> Pieces:
-    """The current points of the blocks `where` selects, each a piece."""
+    """The current points (at steps > `after_step`) of the blocks `where` selects, each a piece."""
     columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.points)
     arrays, owners = [], []
     for key, attempt, data in session.connection().execute(select(*columns).where(*where)):
         points = current_points_of_block(data, attempt, current)
+        points = points[points["step"] > after_step]
         arrays.append(points)
         owners.append(np.full(len(points), index[key]))
     if not arrays:

@@ -1,5 +1,6 @@
 """Charts read at a glance: a y-axis label with its unit, units scaled to the range, no repeated tick labels,
-a tight axis around a flat series, and no empty executor panel for native."""
+a tight axis around a flat series, no empty executor panel for native, and live charts that append the steps
+after their own last one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import json
 
 import pytest
 from browser_support import Live, PageProbe
+from page_fixtures import add_metrics, make_job
+
+from server.models import Job, User
 
 pytestmark = pytest.mark.browser
 
@@ -58,4 +62,33 @@ def test_the_job_page_draws_the_eval_reward_of_each_eval_step(live: Live, probe:
     page.wait_for_selector("#chart-eval .uplot")
     assert page.get_attribute("#chart-eval", "data-last-step") == "25"  # the last step with eval samples
     assert page.get_attribute("#chart-eval", "data-y-label") == "Eval reward"
+    assert probe.errors == []
+
+
+def test_a_live_chart_appends_the_steps_after_its_own_last_one_without_a_gap(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    with live.app.state.sessionmaker() as session:
+        job = make_job(session, session.get(User, live.world.admin.id), None, "live-append", "native", status="running",
+                       attempt=1, step=10)  # fmt: skip
+        add_metrics(session, job, range(0, 10))
+        session.commit()
+        job_id = job.id
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(r.url) if f"/api/v1/jobs/{job_id}/metrics?" in r.url else None)
+    page.goto(f"{live.url}/jobs/{job_id}")
+    page.wait_for_selector("#chart-reward .uplot")
+    for first, last in ((10, 20), (20, 35)):
+        with live.app.state.sessionmaker() as session:
+            add_metrics(session, session.get(Job, job_id), range(first, last))
+            session.commit()
+        page.wait_for_function(
+            f"() => document.querySelector('#chart-reward').dataset.lastStep === '{last - 1}'", timeout=15000
+        )
+        # Every step from 0 drawn once: nothing missing at the seams, nothing drawn twice.
+        assert page.get_attribute("#chart-reward", "data-points") == str(last)
+    polls = [url for url in reads if "after_step=" in url]
+    assert any("after_step=9&" in url or url.endswith("after_step=9") for url in polls)
+    assert any(url.endswith("after_step=19") for url in polls)
+    first_reads = [url for url in reads if "after_step=" not in url]
+    assert len(first_reads) == len(set(first_reads))  # each chart read its whole series once, then only appends
     assert probe.errors == []

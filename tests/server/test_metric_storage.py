@@ -254,3 +254,18 @@ def test_latest_points_of_every_key_come_from_the_current_attempt(session: Sessi
     assert (latest["loss"].step, latest["loss"].value) == (399, curve("loss", 399, 2))
     assert (latest["kl"].step, latest["kl"].value) == (299, curve("kl", 299))
     assert latest_points(session, job.id, ["loss", "absent"]) == {"loss": latest["loss"]}
+
+
+@pytest.mark.parametrize("after_step", [0, 699, 2999])
+def test_a_read_after_a_step_is_the_rest_of_the_whole_read(session: Session, after_step: int) -> None:
+    """What a live chart asks from its own last step: exactly the current points past it, on the same axis."""
+    job = new_job(session)
+    send(session, job, range(0, 3000), ["loss"])
+    send(session, job, range(1000, 4000), ["loss"], attempt=2)  # resumed from a checkpoint at step 1000
+    send(session, job, range(700, 4000, 2), ["kl"], attempt=2)
+    whole = metric_series(session, job.id, ["loss", "kl"], 10_000).series
+    rest = metric_series(session, job.id, ["loss", "kl"], 10_000, after_step).series
+    for full, tail in zip(whole, rest, strict=True):
+        kept = [i for i, s in enumerate(full.steps) if s > after_step]
+        assert tail.steps == [full.steps[i] for i in kept] and tail.values == [full.values[i] for i in kept]
+    assert metric_series(session, job.id, ["loss"], 10_000, 3999).series[0].steps == []

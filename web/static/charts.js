@@ -158,7 +158,8 @@
   }
 
   // The job page's charts read the API (GET /api/v1/jobs/{id}/metrics with the page's session cookie): one
-  // request per chart, downsampled on the server to about the chart's width, asked again while the job runs.
+  // request per chart, downsampled on the server to about the chart's width; while the job runs each chart
+  // asks only for the steps after its own last one (after_step) and appends them.
   function JobCharts(section) {
     this.section = section;
     this.src = section.dataset.metricsSrc;
@@ -166,6 +167,7 @@
     this.live = section.dataset.live === "true";
     this.charts = Array.from(section.querySelectorAll("[data-chart]")).map((el) => ({
       el, cfg: JSON.parse(el.dataset.chart), plot: null, keys: "", state: { zoomed: false, range: null },
+      body: null, asked: "",
     }));
     new ResizeObserver(() => this.charts.forEach((c) => c.plot && c.plot.setSize(sizeOf(c.el)))).observe(section);
     document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c, c.spec, true)));
@@ -189,10 +191,32 @@
         return;
       }
       const width = Math.max(300, Math.round(c.el.clientWidth));
-      const body = await getJSON(this.src + "?keys=" + encodeURIComponent(asked.join(",")) + "&max_points=" + width);
-      c.spec = jobChartSpec(c.cfg, keys, asked.length > keys.length ? band : null, body);
+      const url = this.src + "?keys=" + encodeURIComponent(asked.join(",")) + "&max_points=" + width;
+      if (c.body && c.asked === asked.join(",")) {
+        // The same series as before: only the steps after this chart's own last one, appended.
+        const last = c.body.series[0].steps[c.body.series[0].steps.length - 1];
+        appendSeries(c.body, await getJSON(url + "&after_step=" + (last == null ? -1 : last)));
+      } else {
+        c.body = await getJSON(url);
+        c.asked = asked.join(",");
+      }
+      c.spec = jobChartSpec(c.cfg, keys, asked.length > keys.length ? band : null, c.body);
     }));
   };
+
+  // Append a later answer (the same keys, steps after the last one held) to the series a chart holds. A
+  // bucket's minimum and maximum are its value where that side was not downsampled.
+  function appendSeries(held, more) {
+    more.series.forEach((s, i) => {
+      const h = held.series[i];
+      if (!s.steps.length) return;
+      if ((s.minimum || h.minimum) && !h.minimum) { h.minimum = h.values.slice(); h.maximum = h.values.slice(); }
+      h.steps.push(...s.steps);
+      h.values.push(...s.values);
+      h.wall_times.push(...s.wall_times);
+      if (h.minimum) { h.minimum.push(...(s.minimum || s.values)); h.maximum.push(...(s.maximum || s.values)); }
+    });
+  }
 
   // (Re)build a chart when its set of series changed, else hand uPlot the new data (keeping zoom and hidden
   // series).

@@ -31,10 +31,13 @@ def get_metrics(
     session: SessionDep,
     keys: Annotated[str, Query(description="comma-separated metric keys")],
     max_points: Annotated[int, Query(ge=10, le=100_000, description="most steps returned")] = 1000,
+    after_step: Annotated[
+        int, Query(ge=-1, description="only steps after this one: a live chart asks from its own last step")
+    ] = -1,
 ) -> MetricSeriesSet:
     """Series on one shared step axis; past `max_points` steps each bucket gives its last value, minimum and
     maximum."""
-    return metric_reads.metric_series(session, job.id, _keys(keys), max_points)
+    return metric_reads.metric_series(session, job.id, _keys(keys), max_points, after_step)
 
 
 @router.get("/jobs/{job_id}/metrics/keys", response_model=MetricKeys)
