@@ -63,6 +63,13 @@ def test_bad_spec_stores_nothing(harness: Harness, case: str, spec: dict[str, An
     assert harness.job_count() == 0
 
 
+def test_a_spec_with_several_cross_field_problems_is_one_422_listing_them_all(harness: Harness) -> None:
+    spec = {"executor": {"name": "lean_reweight"}, "algorithm": {"kl_beta": 0.04, "rollout_chunks": 2}}
+    response = harness.submit(spec)
+    assert response.status_code == 422, response.text
+    assert sorted(e["field"] for e in response.json()["detail"]) == ["algorithm.kl_beta", "algorithm.rollout_chunks"]
+
+
 def test_unknown_executor_message_lists_what_is_allowed(harness: Harness) -> None:
     detail = harness.submit({"executor": {"name": "warp_drive"}}).json()["detail"]
     assert "native" in detail[0]["message"]

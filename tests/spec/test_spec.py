@@ -115,3 +115,21 @@ def test_every_example_spec_validates() -> None:
     examples = Path(__file__).resolve().parents[2] / "examples"
     for path in sorted(examples.glob("*.json")):
         parse_spec(json.loads(path.read_text()), base_dir=str(examples))
+
+
+def test_every_cross_field_problem_is_reported_at_once_each_naming_its_field() -> None:
+    data = {
+        "model": {"finetune": "full", "sharding": "fsdp"},  # one device: fsdp shards over several
+        "executor": {"name": "lean_reweight"},  # its rules: KL needs the extra VJP
+        "algorithm": {"kl_beta": 0.04, "rollout_chunks": 2},  # chunked rollouts are native's
+    }
+    with pytest.raises(ValueError) as info:
+        parse_spec(data)
+    errors = {e["field"]: e["message"] for e in spec_errors(info.value)}
+    assert sorted(errors) == ["algorithm.kl_beta", "algorithm.rollout_chunks", "model.sharding"]
+    assert "one device" in errors["model.sharding"] and "extra_vjp" in errors["algorithm.kl_beta"]
+
+
+def test_a_section_reports_all_its_own_problems_at_once() -> None:
+    data = {"model": {"finetune": "full", "lora_rank": 8, "height": 480}}  # LoRA options on full, wan size on sd3
+    assert sorted(fields_of(data)) == ["model.height", "model.lora_rank"]

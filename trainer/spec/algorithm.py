@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from trainer.spec.base import Section, SpecError
+from trainer.spec.base import Section, SpecProblems
 
 AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo"]
 ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
@@ -104,14 +104,16 @@ class AlgorithmSpec(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> AlgorithmSpec:
-        for option in set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]:
+        """The algorithm's own options and step choices, all checked: the problems are reported together."""
+        problems = SpecProblems("AlgorithmSpec")
+        for option in sorted(set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]):
             if getattr(self, option) is not None:
-                raise SpecError(option, f"does not apply to algorithm {self.name!r}")
+                problems.add(option, f"does not apply to algorithm {self.name!r}")
         upstream = UPSTREAM[self.name]
         if self.sampler not in upstream.samplers:
             allowed = ", ".join(upstream.samplers)
             message = f"{self.name} has no {self.sampler!r} step in its upstream code; allowed: {allowed}"
-            raise SpecError("sampler", message)
+            problems.add("sampler", message)
         if self.global_std is None:
             self.global_std = upstream.global_std
         if self.unbiased_std is None:
@@ -120,50 +122,52 @@ class AlgorithmSpec(Section):
             self.kl_form = upstream.kl_form
         last = self.sampling_steps - 1
         if self.name == "flow_grpo_fast":
-            self._window(last)
+            self._window(last, problems)
         if self.name == "flash_grpo":
-            self._candidates(last)
+            self._candidates(last, problems)
         if self.train_timesteps is None:
             self.train_timesteps = max(1, math.floor(upstream.trained_fraction * last))
-        if self.train_timesteps >= self.sampling_steps:
-            raise SpecError(
+        if self.train_timesteps >= self.sampling_steps and "train_timesteps" not in problems:
+            problems.add(
                 "train_timesteps",
                 f"must be less than sampling_steps ({self.sampling_steps}): the near-clean last step is never trained; "
                 f"allowed 1..{last}",
             )
+        problems.raise_all()
         return self
 
-    def _window(self, last: int) -> None:
+    def _window(self, last: int, problems: SpecProblems) -> None:
         """Window of w SDE steps, trained, starting in [r0, r1); it must end before the last step."""
         if self.window_size is None:
             self.window_size = min(self.train_timesteps or 3, 3, last)
         if self.window_size > last:
-            raise SpecError("window_size", f"must be at most sampling_steps - 1 = {last}")
+            problems.add("window_size", f"must be at most sampling_steps - 1 = {last}")
+            return
         if self.train_timesteps not in (None, self.window_size):
             message = f"flow_grpo_fast trains its window: leave it unset or {self.window_size}"
-            raise SpecError("train_timesteps", message)
+            problems.add("train_timesteps", message)
         self.train_timesteps = self.window_size
         if self.window_range is None:
             self.window_range = (0, max(1, self.sampling_steps // 2 - self.window_size + 1))
         low, high = self.window_range
         if not 0 <= low < high:
-            raise SpecError("window_range", "must be [start, end) with 0 <= start < end")
-        if high - 1 + self.window_size > last:
-            raise SpecError(
+            problems.add("window_range", "must be [start, end) with 0 <= start < end")
+        elif high - 1 + self.window_size > last:
+            problems.add(
                 "window_range",
                 f"a window starting at {high - 1} would train step {high - 2 + self.window_size}; "
                 f"the last trainable step is {last - 1}, so end must be at most {last - self.window_size + 1}",
             )
 
-    def _candidates(self, last: int) -> None:
+    def _candidates(self, last: int, problems: SpecProblems) -> None:
         """One trained step per prompt, drawn from steps 0..candidate_steps-1."""
         if self.candidate_steps is None:
             self.candidate_steps = max(1, self.sampling_steps // 2)
         if self.candidate_steps > last:
             message = f"must be at most sampling_steps - 1 = {last}: the last step is never trained"
-            raise SpecError("candidate_steps", message)
+            problems.add("candidate_steps", message)
         if self.train_timesteps not in (None, 1):
-            raise SpecError("train_timesteps", "flash_grpo trains exactly one step per sample: leave it unset or 1")
+            problems.add("train_timesteps", "flash_grpo trains exactly one step per sample: leave it unset or 1")
         self.train_timesteps = 1
 
     @property

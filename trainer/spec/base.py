@@ -6,7 +6,7 @@ import re
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
 REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
@@ -35,6 +35,30 @@ class SpecError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class SpecProblems:
+    """The cross-field problems a section's checks find, gathered so that a spec reports them all at once
+    (one error per field, its messages joined) rather than stopping at the first."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.found: dict[str, list[str]] = {}
+
+    def add(self, field: str, message: str) -> None:
+        self.found.setdefault(field, []).append(message)
+
+    def __contains__(self, field: str) -> bool:
+        return field in self.found
+
+    def raise_all(self) -> None:
+        """Nothing when no check failed; else a ValidationError with one value error (a SpecError) per field."""
+        errors = [SpecError(field, "; ".join(messages)) for field, messages in self.found.items()]
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            line_errors = [{"type": "value_error", "loc": (), "input": None, "ctx": {"error": e}} for e in errors]
+            raise ValidationError.from_exception_data(self.title, line_errors)  # type: ignore[arg-type]
 
 
 class Section(BaseModel):

@@ -7,7 +7,14 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from trainer.spec.algorithm import AlgorithmSpec
-from trainer.spec.base import BUILTIN_FAMILIES, BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, Section, SpecError
+from trainer.spec.base import (
+    BUILTIN_FAMILIES,
+    BUILTIN_MODEL_PATH,
+    BUILTIN_SHAPES_PATH,
+    Section,
+    SpecError,
+    SpecProblems,
+)
 from trainer.spec.executor import (
     EXECUTORS,
     FSDP_EXECUTORS,
@@ -53,112 +60,119 @@ class JobSpec(Section):
         return value
 
     @model_validator(mode="after")
-    def _cross_section(self) -> JobSpec:
+    def _whole(self) -> JobSpec:
+        """Every rule that joins sections, all checked: the problems are reported together."""
+        problems = SpecProblems("JobSpec")
+        self._cross_section(problems)
+        self._executor_fits(problems)
+        problems.raise_all()
+        return self
+
+    def _cross_section(self, problems: SpecProblems) -> None:
         if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
-            raise SpecError("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
+            problems.add("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
         if self.model.path == BUILTIN_SHAPES_PATH and self.model.family != "sd3":
-            raise SpecError("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
+            problems.add("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
         if self.model.sharding == "fsdp":
             if self.world_size < 2:
-                raise SpecError("model.sharding", "'fsdp' shards over several ranks and this job has one device")
+                problems.add("model.sharding", "'fsdp' shards over several ranks and this job has one device")
             if self.executor.name not in FSDP_EXECUTORS:
                 runs = ", ".join(FSDP_EXECUTORS)
                 message = f"'fsdp' runs with {runs}; {self.executor.name} handles gradients and weights itself"
-                raise SpecError("model.sharding", message)
+                problems.add("model.sharding", message)
         if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
             message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
-            raise SpecError("algorithm.rollout_chunks", message)
-        return self
+            problems.add("algorithm.rollout_chunks", message)
 
-    @model_validator(mode="after")
-    def _executor_fits(self) -> JobSpec:
+    def _executor_fits(self, problems: SpecProblems) -> None:
         """Executor/algorithm/resources pairs that are not exact or cannot run."""
         algo, executor = self.algorithm, self.executor
         if isinstance(executor, LeanRetainOptions | LeanReweightOptions):
-            self._lean_fits(executor)
+            self._lean_fits(executor, problems)
         if isinstance(executor, LeanRetainOptions) and executor.max_retained_graphs is not None:
             bound = retained_graph_bound(self)
             if bound > executor.max_retained_graphs and executor.on_memory_guard == "fail":
-                raise SpecError(
+                problems.add(
                     "executor.max_retained_graphs",
                     f"lean_retain would keep up to {bound} sample-step graphs per rank (local samples × trained "
                     f"steps), over {executor.max_retained_graphs}; raise it, or set executor.on_memory_guard "
                     "to 'native' or 'lean_reweight'",
                 )
         if isinstance(executor, LeanReweightOptions):
-            self._reweight_fits(executor)
+            self._reweight_fits(executor, problems)
         if isinstance(executor, JaggOptions):
-            if algo.name == "flash_grpo":
-                raise SpecError("executor.name", "jagg aggregates groups of trained steps; flash_grpo trains one")
             trained: int = algo.train_timesteps  # type: ignore[assignment]
-            if trained < executor.group_width:
+            if algo.name == "flash_grpo":
+                problems.add("executor.name", "jagg aggregates groups of trained steps; flash_grpo trains one")
+            elif trained < executor.group_width:
                 message = f"must be at most the trained steps per sample ({trained}): no full group otherwise"
-                raise SpecError("executor.group_width", message)
+                problems.add("executor.group_width", message)
         if self.resources.pools is not None:
-            self._pools_fit_digenrl()
+            self._pools_fit_digenrl(problems)
         if isinstance(executor, DigenrlOptions):
-            self._digenrl_fits(executor)
+            self._digenrl_fits(executor, problems)
         elif (algo.prompts_per_step * algo.group_size) % self.world_size:
             message = (
                 f"prompts_per_step × group_size = {algo.prompts_per_step * algo.group_size} samples per step do not "
                 f"divide over the {self.world_size} ranks (resources.devices × resources.nodes)"
             )
-            raise SpecError("algorithm.prompts_per_step", message)
-        return self
+            problems.add("algorithm.prompts_per_step", message)
 
-    def _lean_fits(self, executor: LeanRetainOptions | LeanReweightOptions) -> None:
+    def _lean_fits(self, executor: LeanRetainOptions | LeanReweightOptions, problems: SpecProblems) -> None:
         algo, name = self.algorithm, executor.name
         if algo.inner_epochs != 1 and executor.after_first_update != "native":
             message = (
                 f"{name} reuses the rollout graphs: it needs exactly 1, or executor.after_first_update: "
                 "'native' (its graphs for the first update only)"
             )
-            raise SpecError("algorithm.inner_epochs", message)
+            problems.add("algorithm.inner_epochs", message)
         if algo.group_size % self.world_size:
             message = f"{name} shares each prompt over all {self.world_size} ranks: it must divide by them"
-            raise SpecError("algorithm.group_size", message)
+            problems.add("algorithm.group_size", message)
 
-    def _reweight_fits(self, executor: LeanReweightOptions) -> None:
+    def _reweight_fits(self, executor: LeanReweightOptions, problems: SpecProblems) -> None:
         algo = self.algorithm
         if algo.kl_beta > 0 and executor.kl != "extra_vjp":
-            raise SpecError(
+            problems.add(
                 "algorithm.kl_beta",
                 "lean_reweight scales provisional gradients by the advantage, which the KL term must not be: "
                 "set kl_beta to 0 or executor.kl to 'extra_vjp' (one more VJP per trained step)",
             )
         local = algo.group_size // self.world_size
         if executor.buffer_regime == "per_rank" and local != 1:
-            raise SpecError(
+            problems.add(
                 "executor.buffer_regime",
                 f"'per_rank' needs one sample per prompt per rank; here group_size / ranks = {local}",
             )
 
-    def _digenrl_fits(self, executor: DigenrlOptions) -> None:
+    def _digenrl_fits(self, executor: DigenrlOptions, problems: SpecProblems) -> None:
         algo = self.algorithm
+        if algo.inner_epochs != 1:
+            problems.add("algorithm.inner_epochs", "digenrl trains each unit once: it needs exactly 1")
         if self.world_size < 2:
-            raise SpecError("resources.devices", "digenrl needs at least 2 devices: a rollout and a trainer pool")
+            problems.add("resources.devices", "digenrl needs at least 2 devices: a rollout and a trainer pool")
+            return
         if executor.rollout_devices >= self.world_size:
             message = f"must leave at least one of the {self.world_size} devices to the trainer pool"
-            raise SpecError("executor.rollout_devices", message)
-        if algo.inner_epochs != 1:
-            raise SpecError("algorithm.inner_epochs", "digenrl trains each unit once: it needs exactly 1")
+            problems.add("executor.rollout_devices", message)
+            return
         trainers = self.world_size - executor.rollout_devices
         if algo.prompts_per_step % trainers:
             message = f"digenrl gives each of the {trainers} trainer(s) whole groups: it must divide by them"
-            raise SpecError("algorithm.prompts_per_step", message)
+            problems.add("algorithm.prompts_per_step", message)
 
-    def _pools_fit_digenrl(self) -> None:
+    def _pools_fit_digenrl(self, problems: SpecProblems) -> None:
         """Only digenrl has pools; its rollout ranks are the rollout pool's devices, placed first."""
         pools, executor = self.resources.pools, self.executor
         assert pools is not None
         if not isinstance(executor, DigenrlOptions):
             message = f"only executor 'digenrl' has a rollout and a trainer pool, not {executor.name!r}"
-            raise SpecError("resources.pools", message)
-        if "rollout_devices" not in executor.model_fields_set:
+            problems.add("resources.pools", message)
+        elif "rollout_devices" not in executor.model_fields_set:
             executor.rollout_devices = pools.rollout.devices
         elif executor.rollout_devices != pools.rollout.devices:
             message = f"must equal resources.pools.rollout.devices ({pools.rollout.devices}) or be left out"
-            raise SpecError("executor.rollout_devices", message)
+            problems.add("executor.rollout_devices", message)
 
     @property
     def world_size(self) -> int:

@@ -8,7 +8,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from trainer.spec.base import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, HUB_ID, Section, SpecError, check_local_path
+from trainer.spec.base import (
+    BUILTIN_MODEL_PATH,
+    BUILTIN_SHAPES_PATH,
+    HUB_ID,
+    Section,
+    SpecProblems,
+    check_local_path,
+)
 
 # Wan's pixel sizes: VAE scale × transformer patch in space, VAE scale in time (frames are 4k+1).
 WAN_PIXELS_PER_TOKEN = 16
@@ -80,11 +87,19 @@ class ModelSpec(Section):
         return value
 
     @model_validator(mode="after")
-    def _lora_fields(self) -> ModelSpec:
+    def _whole(self) -> ModelSpec:
+        """The fine-tuning and video-size rules, all checked: the problems are reported together."""
+        problems = SpecProblems("ModelSpec")
+        self._lora_fields(problems)
+        self._video_size(problems)
+        problems.raise_all()
+        return self
+
+    def _lora_fields(self, problems: SpecProblems) -> None:
         if self.finetune == "full":
             for name in ("lora_rank", "lora_alpha", "lora_targets"):
                 if getattr(self, name) is not None:
-                    raise SpecError(name, "applies only to finetune 'lora', not 'full'")
+                    problems.add(name, "applies only to finetune 'lora', not 'full'")
         else:
             if self.lora_rank is None:
                 self.lora_rank = 4
@@ -92,23 +107,20 @@ class ModelSpec(Section):
                 self.lora_alpha = float(2 * self.lora_rank)
             if self.sharding == "fsdp":
                 message = "'fsdp' shards full fine-tuning; a LoRA adapter is small and trains under 'ddp' or 'auto'"
-                raise SpecError("sharding", message)
-        return self
+                problems.add("sharding", message)
 
-    @model_validator(mode="after")
-    def _video_size(self) -> ModelSpec:
+    def _video_size(self, problems: SpecProblems) -> None:
         """Wan's VAE compresses 8× in space and 4× in time and its transformer patches 2×2: WanPipeline's
         sizes. A checkpoint with other factors is checked again against its own configs when it loads."""
         if self.family != "wan":
             for name in ("height", "width", "num_frames"):
                 if getattr(self, name) is not None:
-                    raise SpecError(name, f"applies only to family 'wan', not {self.family!r}")
-            return self
+                    problems.add(name, f"applies only to family 'wan', not {self.family!r}")
+            return
         for name in ("height", "width"):
             value = getattr(self, name)
             if value is not None and value % WAN_PIXELS_PER_TOKEN:
                 multiple = WAN_PIXELS_PER_TOKEN
-                raise SpecError(name, f"must be a multiple of {multiple} (VAE scale 8 × patch 2); got {value}")
+                problems.add(name, f"must be a multiple of {multiple} (VAE scale 8 × patch 2); got {value}")
         if self.num_frames is not None and (self.num_frames - 1) % WAN_FRAMES_PER_LATENT:
-            raise SpecError("num_frames", f"must be of the form 4k+1 (1, 5, 9, …, 81); got {self.num_frames}")
-        return self
+            problems.add("num_frames", f"must be of the form 4k+1 (1, 5, 9, …, 81); got {self.num_frames}")
