@@ -262,6 +262,38 @@ def test_the_submit_error_banner_lists_every_problem_linked_to_its_field(client:
         assert f'<a href="#f-{field}"><code>{field}</code></a>: ' in banner
 
 
+def _shown(html: str, field: str) -> bool:
+    """Whether the form shows `field`: its wrapper has no `hidden` attribute."""
+    wrapper = re.search(r'<div [^>]*>\s*<label for="f-' + re.escape(field) + '"', html)
+    assert wrapper, field
+    return " hidden>" not in wrapper.group(0)
+
+
+def test_the_submit_form_shows_only_the_chosen_family_algorithm_and_executor_options(client: TestClient) -> None:
+    token = csrf_of(client.get("/submit").text)
+    chosen = {"model.family": "wan", "algorithm.name": "flash_grpo", "executor.name": "jagg"}
+    form = {"csrf_token": token, "name": "", **chosen, "reward.0.name": "brightness"}  # an empty name: re-shown
+    html = client.post("/submit", data=form).text
+    for field in ("model.height", "model.num_frames", "algorithm.candidate_steps", "executor.group_width"):
+        assert _shown(html, field), field
+    for field in ("algorithm.window_size", "executor.max_retained_graphs", "executor.buffer_regime"):
+        assert not _shown(html, field), field
+    first = client.get("/submit").text  # the shapes demo: sd3, native
+    assert not _shown(first, "model.height") and not _shown(first, "executor.group_width")
+    assert _shown(first, "model.finetune")
+
+
+def test_a_hidden_option_s_value_is_not_part_of_the_spec(client: TestClient, app: FastAPI) -> None:
+    token = csrf_of(client.get("/submit").text)
+    form = {"csrf_token": token, "name": "switched", "executor.name": "native", "executor.group_width": "8"}
+    form |= {"model.height": "480", "reward.0.name": "brightness", "resources.device_type": "cuda"}
+    response = client.post("/submit", data=form)  # jagg's and wan's options, left behind by a switch back
+    assert response.status_code == 303, response.text
+    with app.state.sessionmaker() as session:
+        job = session.get(Job, int(response.headers["location"].rsplit("/", 1)[-1]))
+        assert job is not None and job.spec["executor"] == {"name": "native"} and job.spec["model"]["height"] is None
+
+
 def test_a_new_job_form_starts_from_the_readme_first_job(client: TestClient) -> None:
     html = client.get("/submit").text
     assert "the shapes-demo preset" in html

@@ -41,7 +41,7 @@ from trainer.spec.job import (
     stored_spec,
     with_executor,
 )
-from trainer.spec.model import PIPELINE_FAMILIES, ModelSpec
+from trainer.spec.model import FAMILY_OPTIONS, PIPELINE_FAMILIES, ModelSpec
 from trainer.spec.sections import (
     CheckpointSpec,
     PoolSpec,
@@ -62,6 +62,7 @@ __all__ = [
     "BUILTIN_SHAPES_PATH",
     "EXECUTORS",
     "EXECUTOR_OPTIONS",
+    "FAMILY_OPTIONS",
     "FSDP_EXECUTORS",
     "MODEL_REWARDS",
     "OPTION_MODELS",

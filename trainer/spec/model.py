@@ -21,6 +21,13 @@ from trainer.spec.base import (
 WAN_PIXELS_PER_TOKEN = 16
 WAN_FRAMES_PER_LATENT = 4
 
+# Options that belong to one model family (the submit form shows them for that family only).
+FAMILY_OPTIONS: dict[str, frozenset[str]] = {
+    "sd3": frozenset(),
+    "flux": frozenset(),
+    "wan": frozenset({"height", "width", "num_frames"}),
+}
+
 # model_index.json's _class_name → family, for the pipelines each family loads.
 PIPELINE_FAMILIES = {"StableDiffusion3Pipeline": "sd3", "FluxPipeline": "flux", "WanPipeline": "wan"}
 
@@ -113,7 +120,7 @@ class ModelSpec(Section):
         """Wan's VAE compresses 8× in space and 4× in time and its transformer patches 2×2: WanPipeline's
         sizes. A checkpoint with other factors is checked again against its own configs when it loads."""
         if self.family != "wan":
-            for name in ("height", "width", "num_frames"):
+            for name in sorted(FAMILY_OPTIONS["wan"]):
                 if getattr(self, name) is not None:
                     problems.add(name, f"applies only to family 'wan', not {self.family!r}")
             return

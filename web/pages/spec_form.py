@@ -12,7 +12,14 @@ from functools import cache
 from typing import Any
 
 from server.services.spec_differences import flatten
-from trainer.spec import ALGORITHM_OPTIONS, EXECUTOR_OPTIONS, json_schema, known_rewards, parse_spec
+from trainer.spec import (
+    ALGORITHM_OPTIONS,
+    EXECUTOR_OPTIONS,
+    FAMILY_OPTIONS,
+    json_schema,
+    known_rewards,
+    parse_spec,
+)
 
 SECTION_ORDER = ("general", "model", "algorithm", "executor", "reward", "prompts", "resources", "samples",
                  "checkpoint", "retry")  # fmt: skip
@@ -33,6 +40,7 @@ class FormField:
     minimum: str = ""
     maximum: str = ""
     only_for: str = ""  # "executor.name=lean_retain,lean_reweight" style: the option applies to these choices only
+    hidden: bool = False  # another family's, algorithm's or executor's option (shown anyway when it has an error)
     optional: bool = False  # empty means "not set" (null), not "empty list"
     errors: list[str] = field(default_factory=list)
 
@@ -74,18 +82,26 @@ def _merged(union: dict[str, Any]) -> dict[str, Any]:
     return {"properties": properties}
 
 
+# Section → (the field that chooses, each choice's own options).
+CHOOSERS = {
+    "executor": ("executor.name", EXECUTOR_OPTIONS),
+    "algorithm": ("algorithm.name", ALGORITHM_OPTIONS),
+    "model": ("model.family", FAMILY_OPTIONS),
+}
+
+
 def _only_for() -> dict[str, str]:
-    """Option field → the executor or algorithm choices it belongs to."""
+    """Option field → the family, algorithm or executor choices it belongs to."""
     owned: dict[str, list[str]] = {}
-    for section, owners in (("executor", EXECUTOR_OPTIONS), ("algorithm", ALGORITHM_OPTIONS)):
+    for section, (_chooser, owners) in CHOOSERS.items():
         for owner, options in owners.items():
             for option in options:
                 owned.setdefault(f"{section}.{option}", []).append(owner)
-    return {field: f"{field.split('.')[0]}.name={','.join(owners)}" for field, owners in owned.items()}
+    return {field: f"{CHOOSERS[field.split('.')[0]][0]}={','.join(owners)}" for field, owners in owned.items()}
 
 
 def _chosen(form: Mapping[str, str], only_for: str) -> bool:
-    """Whether an option field's executor or algorithm is the one the form chose."""
+    """Whether an option field's family, algorithm or executor is the one the form chose."""
     if not only_for:
         return True
     chooser, owners = only_for.split("=")
@@ -162,6 +178,7 @@ def build_sections(values: Mapping[str, str], errors: Mapping[str, list[str]]) -
     for section in sections.values():
         for f in section.fields:
             f.errors = list(errors.get(f.name, []))
+            f.hidden = not _chosen(values, f.only_for) and not f.errors
         section.errors = list(errors.get(section.name, []))
     return [sections[name] for name in SECTION_ORDER if name in sections]
 
@@ -171,8 +188,8 @@ def form_to_spec(form: Mapping[str, str]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     for section in build_sections(form, {}):
         for f in section.fields:
-            if f.kind in ("checkbox", "select") and not _chosen(form, f.only_for):
-                continue  # another choice's option: its hidden input posts a value the user never set
+            if not _chosen(form, f.only_for):
+                continue  # another choice's option: hidden, so whatever it holds is not part of this spec
             raw = form.get(f.name, "")
             if f.kind == "checkbox":
                 value: Any = raw.lower() in TRUE

@@ -51,20 +51,21 @@
     if (event.target.id === "log-follow" && event.target.checked) follow(document.getElementById("log-box"));
   });
 
-  // Submit form: hide options of other executors / algorithms unless they hold a value or an error.
+  // Submit form: only the options of the chosen model family, algorithm and executor show (one with an error
+  // stays, so that the error can be read); the server leaves the others out of the spec.
   function syncOptionFields() {
     document.querySelectorAll("[data-only-for]").forEach(function (wrap) {
       const parts = wrap.dataset.onlyFor.split("=");
       const chooser = document.querySelector('select[name="' + parts[0] + '"]');
       if (!chooser) return;
-      const input = wrap.querySelector("input, select, textarea");
-      const keep = (input && input.value !== "" && input.type !== "checkbox") || wrap.querySelector(".field-error");
-      wrap.hidden = parts[1].split(",").indexOf(chooser.value) < 0 && !keep;
+      wrap.hidden = parts[1].split(",").indexOf(chooser.value) < 0 && !wrap.querySelector(".field-error");
     });
   }
   document.addEventListener("DOMContentLoaded", syncOptionFields);
   document.addEventListener("change", function (event) {
-    if (event.target.matches('select[name="executor.name"], select[name="algorithm.name"]')) syncOptionFields();
+    if (event.target.matches('select[name="executor.name"], select[name="algorithm.name"], select[name="model.family"]')) {
+      syncOptionFields();
+    }
   });
 
   // Destructive forms (cancel a job, remove a member, revoke a token) ask first.
