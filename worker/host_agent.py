@@ -95,6 +95,14 @@ def _nvidia_smi_devices() -> list[DeviceInfo]:
     return devices
 
 
+def hub_offline() -> bool:
+    """Whether this worker (and the trainers it starts, which inherit its environment) runs with the model hub
+    off, read as huggingface_hub reads it (huggingface_hub/constants.py: HF_HUB_OFFLINE, or the older
+    TRANSFORMERS_OFFLINE, is one of 1/ON/YES/TRUE)."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.upper() in {"1", "ON", "YES", "TRUE"}
+
+
 def detect_devices(settings: Settings) -> list[DeviceInfo]:
     """The host's CUDA devices, or CPU slots when it has none."""
     found = cuda_devices()
@@ -117,7 +125,7 @@ class HostAgent:
     def register(self) -> None:
         self.devices = detect_devices(self.settings)
         with session_scope() as session:
-            host = register_host(session, self.name, self.devices, address=host_address())
+            host = register_host(session, self.name, self.devices, address=host_address(), hub_offline=hub_offline())
             interrupted = requeue_interrupted_jobs(session, host)
         log.info("host %s registered with %d %s device(s)", self.name, len(self.devices), self.devices[0].device_type)
         if interrupted:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, text
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -24,6 +24,8 @@ class Host(Base):
     admin_state: Mapped[str] = mapped_column(  # an AdminState
         String(20), default=AdminState.ACTIVE, server_default=AdminState.ACTIVE.value
     )
+    # The worker runs with the model hub off (HF_HUB_OFFLINE): a spec naming a hub model cannot load there.
+    hub_offline: Mapped[bool] = mapped_column(default=False, server_default=false())
     last_heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     registered_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

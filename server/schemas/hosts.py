@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from server.schemas.common import UtcDatetime
 
@@ -23,6 +23,7 @@ class HostOut(BaseModel):
     name: str
     address: str | None
     status: str
+    hub_offline: bool = Field(False, description="the worker runs with the model hub off (HF_HUB_OFFLINE)")
     last_heartbeat_at: UtcDatetime
     registered_at: UtcDatetime
     devices: list[DeviceOut]

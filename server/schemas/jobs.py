@@ -62,6 +62,11 @@ class JobDetail(JobSummary):
     spec: dict[str, Any]
     events: list[JobEventOut]
     allocations: list[AllocationOut]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="on submission: what may stop the job although the spec is valid (a hub model while every "
+        "worker that could run it is offline)",
+    )
 
 
 class JobPage(BaseModel):

@@ -23,6 +23,7 @@ def list_hosts(session: Session, caller: Caller) -> HostList:
             name=host.name,
             address=host.address,
             status=host.status,
+            hub_offline=host.hub_offline,
             last_heartbeat_at=host.last_heartbeat_at,
             registered_at=host.registered_at,
             devices=[

@@ -34,7 +34,9 @@ def host_queue(name: str) -> str:
     return f"host.{name}"
 
 
-def register_host(session: Session, name: str, devices: list[DeviceInfo], address: str | None = None) -> Host:
+def register_host(
+    session: Session, name: str, devices: list[DeviceInfo], address: str | None = None, hub_offline: bool = False
+) -> Host:
     """Create or refresh a host and its devices; devices no longer reported are disabled."""
     now = utcnow()
     host = session.scalar(select(Host).where(Host.name == name))
@@ -51,6 +53,7 @@ def register_host(session: Session, name: str, devices: list[DeviceInfo], addres
         session.flush()
     host.queue = host_queue(name)
     host.address = address
+    host.hub_offline = hub_offline
     host.last_heartbeat_at = now
     host.registered_at = now
     host.status = live_status(host)

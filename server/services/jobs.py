@@ -14,6 +14,7 @@ from server.services import audit
 from server.services.auth import Caller
 from server.services.capacity import check_capacity
 from server.services.errors import Conflict, FieldErrors
+from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.job_status import record_submitted, set_status
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
@@ -58,7 +59,11 @@ def submit_job(
     record_submitted(session, job, f"submitted by {caller.username}")
     audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
     session.commit()
-    return job_detail(session, caller, job.id)
+    detail = job_detail(session, caller, job.id)
+    warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
+    if warning:
+        detail.warnings.append(warning)
+    return detail
 
 
 def lock_job(session: Session, job_id: int) -> Job:

@@ -41,7 +41,7 @@ from trainer.spec.job import (
     stored_spec,
     with_executor,
 )
-from trainer.spec.model import FAMILY_OPTIONS, PIPELINE_FAMILIES, ModelSpec
+from trainer.spec.model import FAMILY_OPTIONS, PIPELINE_FAMILIES, ModelSpec, names_hub_model
 from trainer.spec.sections import (
     CheckpointSpec,
     PoolSpec,
@@ -91,6 +91,7 @@ __all__ = [
     "default_options",
     "json_schema",
     "known_rewards",
+    "names_hub_model",
     "parse_spec",
     "retained_graph_bound",
     "spec_errors",

@@ -28,6 +28,15 @@ FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "wan": frozenset({"height", "width", "num_frames"}),
 }
 
+
+def names_hub_model(path: str) -> bool:
+    """Whether a model path is a hub id (`org/name`) that the trainer downloads, not a local folder or builtin.
+    diffusers loads an existing directory before it asks a hub, so an `org/name` that exists locally is local."""
+    if path.startswith(("builtin:", "/", ".", "~")):
+        return False
+    return bool(HUB_ID.match(path)) and not Path(path).exists()
+
+
 # model_index.json's _class_name → family, for the pipelines each family loads.
 PIPELINE_FAMILIES = {"StableDiffusion3Pipeline": "sd3", "FluxPipeline": "flux", "WanPipeline": "wan"}
 
@@ -85,10 +94,7 @@ class ModelSpec(Section):
         if value.startswith("builtin:"):
             allowed = f"{BUILTIN_MODEL_PATH!r}, {BUILTIN_SHAPES_PATH!r}"
             raise ValueError(f"unknown built-in model {value!r}; allowed: {allowed}")
-        # diffusers loads an existing directory before it asks a hub, so 'org/name' that exists
-        # locally is a local path and must pass the same root check.
-        looks_local = value.startswith(("/", ".", "~")) or not HUB_ID.match(value) or Path(value).exists()
-        if looks_local:
+        if not names_hub_model(value):
             check_local_path(value, "model path", info)
             _check_pipeline_family(value, info)
         return value

@@ -19,6 +19,7 @@ from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import NotFound, ServiceError
+from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
@@ -79,6 +80,13 @@ async def job_page(request: Request, job_id: JobId) -> HTMLResponse:
     return await run_as_page_caller(request, _job_page, request, job_id)
 
 
+def _hub_warning(session: Session, job: JobDetail) -> str | None:
+    """Until the job starts: whether its hub model could be downloaded by any worker that could run it."""
+    if job.status != "queued":
+        return None
+    return hub_model_warning(session, str(job.spec.get("model", {}).get("path", "")), job.device_type)
+
+
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
     job = _visible_detail(session, caller, job_id)
     lines = pages.log_tail(session, job.id)
@@ -93,6 +101,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         last_log_id=lines[-1].id if lines else 0,
         artifacts=list_artifacts(session, job.id).items,
         has_samples=pages.has_current_samples(session, job.id, current),
+        hub_warning=_hub_warning(session, job),
     )
     return render(request, "job.html", context)
 
