@@ -9,10 +9,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from page_fixtures import XSS, World, csrf_of
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from server.api.page_session import COOKIE
-from server.models import Job, LogLine, Sample
+from server.models import Host, Job, LogLine, Sample
 
 PAGES = ["/jobs", "/jobs/rows", "/submit", "/submit?mode=json", "/submit?preset=tiny-native", "/hosts", "/compare"]
 
@@ -292,6 +292,21 @@ def test_a_hidden_option_s_value_is_not_part_of_the_spec(client: TestClient, app
     with app.state.sessionmaker() as session:
         job = session.get(Job, int(response.headers["location"].rsplit("/", 1)[-1]))
         assert job is not None and job.spec["executor"] == {"name": "native"} and job.spec["model"]["height"] is None
+
+
+def test_a_hub_model_submitted_while_every_worker_is_offline_is_warned_about_on_its_page(
+    client: TestClient, app: FastAPI
+) -> None:
+    with app.state.sessionmaker() as session:
+        session.execute(update(Host).values(hub_offline=True))  # every worker started with HF_HUB_OFFLINE=1
+        session.commit()
+    token = csrf_of(client.get("/submit").text)
+    form = {"csrf_token": token, "name": "hub", "model.path": "stabilityai/stable-diffusion-3.5-medium"}
+    form |= {"reward.0.name": "brightness", "resources.device_type": "cuda"}
+    response = client.post("/submit", data=form)
+    assert response.status_code == 303, response.text
+    page = client.get(response.headers["location"]).text
+    assert 'id="hub-warning"' in page and "HF_HUB_OFFLINE" in page
 
 
 def test_a_new_job_form_starts_from_the_readme_first_job(client: TestClient) -> None:
