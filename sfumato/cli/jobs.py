@@ -203,7 +203,8 @@ def cancel(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
 def retry(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
     """Queue a failed or cancelled job again."""
     job = client().retry(job_id)
-    out.print(f"job {job.id}: {job.status} again", markup=False)
+    # What the retry did: the scheduler, woken by it, may have placed the job before the answer was read back.
+    out.print(f"job {job.id}: queued again", markup=False)
 
 
 @client_command

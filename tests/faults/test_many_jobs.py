@@ -43,6 +43,7 @@ def test_200_jobs_on_4_devices_all_finish_without_sharing_a_device_in_priority_o
         {"alpha": 2, "beta": 2},
         SFUMATO_TRAINER_PYTHON=str(stand_in_trainer(tmp_path)),
         SFUMATO_SCHEDULER_INTERVAL_SECONDS="0.1",
+        SFUMATO_MAX_QUEUED_PER_USER=str(JOBS),  # one user queues all of them at once, past the default cap of 100
     )
     cluster.start_scheduler("scheduler-2")
     with cluster.platform.client() as http:
