@@ -92,3 +92,31 @@ def test_a_live_chart_appends_the_steps_after_its_own_last_one_without_a_gap(liv
     first_reads = [url for url in reads if "after_step=" not in url]
     assert len(first_reads) == len(set(first_reads))  # each chart read its whole series once, then only appends
     assert probe.errors == []
+
+
+def test_a_retry_s_new_attempt_makes_the_charts_read_their_series_whole_again(live: Live, probe: PageProbe) -> None:
+    """The new attempt replaces the points after the step it resumed from, so appending would keep stale ones."""
+    page = probe.page
+    with live.app.state.sessionmaker() as session:
+        job = make_job(session, session.get(User, live.world.admin.id), None, "retried", "native", status="running",
+                       attempt=1, step=20)  # fmt: skip
+        add_metrics(session, job, range(0, 20))
+        session.commit()
+        job_id = job.id
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(r.url) if f"/api/v1/jobs/{job_id}/metrics?" in r.url else None)
+    page.goto(f"{live.url}/jobs/{job_id}")
+    page.wait_for_selector("#chart-reward .uplot")
+    whole_reads = len([url for url in reads if "after_step=" not in url])
+    with live.app.state.sessionmaker() as session:
+        job = session.get(Job, job_id)
+        job.attempt = 2
+        add_metrics(session, job, range(10, 25), attempt=2)  # resumed from the checkpoint at step 10
+        session.commit()
+    for _ in range(75):  # a few polls: the header shows attempt 2, then the charts read again
+        if len([url for url in reads if "after_step=" not in url]) == 2 * whole_reads:
+            break
+        page.wait_for_timeout(200)
+    assert len([url for url in reads if "after_step=" not in url]) == 2 * whole_reads
+    page.wait_for_function("() => document.querySelector('#chart-reward').dataset.lastStep === '24'", timeout=15000)
+    assert probe.errors == []

@@ -176,6 +176,10 @@
   // Each chart's keys among those reported, and its series from the API (null: nothing to draw yet).
   JobCharts.prototype.load = async function () {
     const reported = (await getJSON(this.src + "/keys")).keys;
+    // A retry's attempt replaces the points after the step it resumed from: read every series whole again.
+    const attempt = (document.getElementById("job-header") || { dataset: {} }).dataset.attempt;
+    if (attempt !== this.attempt) this.charts.forEach((c) => { c.body = null; });
+    this.attempt = attempt;
     await Promise.all(this.charts.map(async (c) => {
       if (c.cfg.source === "eval-rewards") {
         const evals = await getJSON(this.src.replace(/\/metrics$/, "/samples/eval-rewards"));
@@ -204,8 +208,7 @@
     }));
   };
 
-  // Append a later answer (the same keys, steps after the last one held) to the series a chart holds. A
-  // bucket's minimum and maximum are its value where that side was not downsampled.
+  // Append a later answer (same keys, later steps) to a chart's series; undownsampled, min = max = value.
   function appendSeries(held, more) {
     more.series.forEach((s, i) => {
       const h = held.series[i];
