@@ -47,8 +47,8 @@ from server.models import Job, JobEvent, JobStatus, LogLine, Membership, Team, U
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from sfumato.app import create_app
-from trainer.reporting.payload import MetricStep
 from trainer.spec import EXECUTORS as SPEC_EXECUTORS
+from trainer.spec.ingest import MetricStep
 from web.pages.job_detail import CHARTS
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

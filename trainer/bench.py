@@ -9,7 +9,7 @@ measured/bound. Speed is reported, never asserted.
 Unit costs are medians over repeated step forwards of the tiny model at each batch shape an
 executor uses: F (forward without grad), F_g (forward with grad) and B (backward of one step's
 loss); t_fix is the measured reward phase plus one optimizer step. The predicted step time is the
-cost model's (trainer/cost_model.py, one formula per executor) at these unit costs plus t_fix, plus
+cost model's (trainer/spec/cost_model.py, one formula per executor) at these unit costs plus t_fix, plus
 the executor's measured sync time (digenrl's: its gradient all-reduce and the weight push).
 Every rank runs one CPU thread.
 Peak memory is the largest live-tensor total above the step's start, from the torch
@@ -29,7 +29,6 @@ import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
 from trainer.audit import options_for
-from trainer.cost_model import UnitCosts, step_cost
 from trainer.executors.base import Executor
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import TrainingJob
@@ -38,6 +37,7 @@ from trainer.loss import clipped_policy_loss
 from trainer.run import load_spec
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
+from trainer.spec.cost_model import UnitCosts, step_cost
 
 PHASES = ("rollout", "reward", "train", "sync")
 REPEATS = 7
@@ -102,7 +102,7 @@ def optimizer_seconds(job: TrainingJob) -> float:
 def predicted_seconds(
     spec: JobSpec, options: ExecutorOptions, costs: dict[int, dict[str, float]], fixed: float, sync: float, rows: int
 ) -> float:
-    """The cost model's step time (trainer/cost_model.py) from this run's measured unit costs, plus the
+    """The cost model's step time (trainer/spec/cost_model.py) from this run's measured unit costs, plus the
     executor's measured sync time."""
 
     def measured(count: int) -> UnitCosts:

@@ -5,7 +5,8 @@ from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.host import Allocation, Device, Host
 from server.models.job import Artifact, Job, JobEvent
-from server.models.states import (
+from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
+from server.states import (
     ACTIVE_STATES,
     HOST_STATES,
     JOB_STATES,
@@ -16,7 +17,6 @@ from server.models.states import (
     HostStatus,
     JobStatus,
 )
-from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
 
 __all__ = [
     "ACTIVE_STATES",

@@ -8,7 +8,7 @@ from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String,
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
-from server.models.states import AdminState, HostStatus
+from server.states import AdminState, HostStatus
 
 POOLS = ("rollout", "trainer")
 

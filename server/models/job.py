@@ -9,7 +9,7 @@ from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, S
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
-from server.models.states import JobStatus
+from server.states import JobStatus
 
 
 class Job(Base):

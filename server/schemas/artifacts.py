@@ -1,4 +1,4 @@
-"""Checkpoints and final models a job registered (registering one: trainer.reporting.payload.ArtifactRecord)."""
+"""Checkpoints and final models a job registered (registering one: trainer.spec.ingest.ArtifactRecord)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Types every schema shares. The bounded numbers (steps, attempts, finite-or-unknown floats) are the ingestion
-payload's (trainer.reporting.payload), so the trainer and every endpoint agree on them."""
+payload's (trainer.spec.ingest), so the trainer and every endpoint agree on them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from trainer.reporting.payload import MAX_INT32, Attempt, FiniteOrNone, Step
+from trainer.spec.ingest import MAX_INT32, Attempt, FiniteOrNone, Step
 
 __all__ = [
     "MAX_INT32",

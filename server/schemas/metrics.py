@@ -1,4 +1,4 @@
-"""Metric series out (batches in: trainer.reporting.payload.MetricBatch)."""
+"""Metric series out (batches in: trainer.spec.ingest.MetricBatch)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The answer to the trainer's progress report (the report itself: trainer.reporting.payload.ProgressReport)."""
+"""The answer to the trainer's progress report (the report itself: trainer.spec.ingest.ProgressReport)."""
 
 from __future__ import annotations
 

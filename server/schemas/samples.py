@@ -1,4 +1,4 @@
-"""Sample images: the gallery rows (the upload form: trainer.reporting.payload.SampleForm)."""
+"""Sample images: the gallery rows (the upload form: trainer.spec.ingest.SampleForm)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from server.schemas.artifacts import ArtifactList, ArtifactOut
 from server.services.artifact_store import confined, job_folder
 from server.services.errors import Conflict
 from server.services.sql_text import column_types, rows_as_dicts, select_text
-from trainer.reporting.payload import ArtifactRecord
+from trainer.spec.ingest import ArtifactRecord
 
 
 def _size(path: Path) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
+from server.models import AUDIT_ACTIONS as AUDIT_ACTIONS  # the vocabulary of the events this service records
 from server.models import AuditEvent, Membership, User, utcnow
 from server.schemas.accounts import AuditEventOut, AuditPage
 from server.services.auth import Caller

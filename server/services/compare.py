@@ -24,7 +24,7 @@ from server.services.metric_reads import latest_points
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
 from server.services.spec_differences import spec_differences
-from trainer.cost_model import bound_speedup
+from trainer.spec.cost_model import bound_speedup
 
 MAX_JOBS = 16
 NATIVE = "native"

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import AdminState, Device, Host, HostStatus, utcnow
-from server.models.states import LIVE_STATUS
+from server.states import LIVE_STATUS
 
 
 @dataclass(frozen=True)

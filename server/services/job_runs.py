@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobStatus, LogLine, utcnow
 from server.models.host import POOLS
-from server.models.states import PLACED_STATES
 from server.services.allocations import release_idle_allocations
 from server.services.job_status import set_status
 from server.services.retry_policy import retry_or_fail
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
+from server.states import PLACED_STATES
 
 # Base of the rendezvous port on a multi-node job's first host; the job id and the attempt pick one above it,
 # so a retry does not meet the port of its previous attempt, whose node 0 may still be stopping there.

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from server.models import METRIC_BLOCK_STEPS as BLOCK
 from server.models import MetricBlock
-from trainer.reporting.payload import MetricStep
+from trainer.spec.ingest import MetricStep
 
 POINT = np.dtype([("step", "<i4"), ("value", "<f8"), ("wall", "<f8")])
 TILE_STEPS = 16

@@ -13,7 +13,7 @@ from server.models import Job
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.errors import Conflict, PayloadTooLarge
-from trainer.reporting.payload import MetricBatch
+from trainer.spec.ingest import MetricBatch
 
 
 def store_metric_batch(session: Session, job: Job, batch: MetricBatch, max_points: int) -> tuple[int, int]:

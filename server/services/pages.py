@@ -9,7 +9,9 @@ from pydantic import TypeAdapter
 from sqlalchemy import Integer, select
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Job, JobStatus, LogLine, Sample
+from server.models import Job as Job  # the rows these reads return, for the pages' annotations
+from server.models import JobStatus, LogLine
+from server.models import Sample as Sample
 from server.schemas.logs import LogLineOut
 from server.services.auth import Caller
 from server.services.current_points import CurrentPoints, current_points

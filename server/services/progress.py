@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Job, utcnow
 from server.services.errors import Conflict
-from trainer.reporting.payload import ProgressReport
+from trainer.spec.ingest import ProgressReport
 
 
 def record_progress(session: Session, job: Job, progress: ProgressReport) -> bool:

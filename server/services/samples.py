@@ -14,7 +14,7 @@ from server.services.artifact_store import job_folder, stored_file, write_atomic
 from server.services.current_points import current_points
 from server.services.errors import Conflict, NotFound
 from server.services.images import check_image
-from trainer.reporting.payload import SampleForm
+from trainer.spec.ingest import SampleForm
 
 
 def store_sample(session: Session, settings: Settings, job: Job, form: SampleForm, data: bytes) -> tuple[int, bool]:

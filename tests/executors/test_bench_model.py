@@ -6,8 +6,8 @@ import pytest
 
 from tests.trainer.conftest import tiny_spec
 from trainer.bench import predicted_seconds
-from trainer.cost_model import analytical_cost
 from trainer.spec import parse_spec
+from trainer.spec.cost_model import analytical_cost
 
 # One forward without grad, one with, one backward, at 4 rows (the group, and the replay batch).
 COSTS = {4: {"F": 1.0, "F_g": 2.0, "B": 3.0}}

@@ -19,7 +19,7 @@ from server.services.metric_figures import key_figures
 from server.services.metric_history import metric_history
 from server.services.metric_reads import latest_points, metric_keys, metric_series
 from server.services.metrics import store_metric_batch
-from trainer.reporting.payload import MetricBatch
+from trainer.spec.ingest import MetricBatch
 
 SPIKE_UP, SPIKE_DOWN = 1234, 2345
 

@@ -1,4 +1,4 @@
-"""The analytical cost model (trainer/cost_model.py): the worked numbers of the executors' cost tables."""
+"""The analytical cost model (trainer/spec/cost_model.py): the worked numbers of the executors' cost tables."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from trainer.cost_model import analytical_cost, bound_speedup, native_cost
 from trainer.spec import JaggOptions, parse_spec
+from trainer.spec.cost_model import analytical_cost, bound_speedup, native_cost
 
 
 def spec(executor: str, steps: int, trained: int, finetune: str = "full", **options: object) -> dict:
@@ -75,5 +75,5 @@ def test_digenrl_has_no_bound() -> None:
 
 
 def test_importing_the_cost_model_does_not_import_torch() -> None:
-    code = "import sys, trainer.cost_model; sys.exit('torch' in sys.modules)"
+    code = "import sys, trainer.spec.cost_model; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from trainer.reporting import reporter as reporter_module
-from trainer.reporting.payload import MetricBatch
 from trainer.reporting.reporter import SPOOL_NAME, Reporter
+from trainer.spec.ingest import MetricBatch
 
 
 class Recorder(BaseHTTPRequestHandler):

@@ -41,7 +41,7 @@ from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
-from trainer.reporting.payload import MetricStep
+from trainer.spec.ingest import MetricStep
 
 PASSWORD = "correct horse battery"
 # How the worker records a trainer that died on a traceback (services.job_runs).

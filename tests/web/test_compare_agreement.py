@@ -18,7 +18,7 @@ from server.models import utcnow
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from sfumato.cli import app as cli
-from trainer.reporting.payload import MetricStep
+from trainer.spec.ingest import MetricStep
 
 # The first step is the warm-up; the median of the rest is 1.3 (the world's lean jobs run at 1.6x and 1.4x that).
 NATIVE_THROUGHPUT = [5.0, 1.0, 1.3, 1.2, 1.4, 9.0]

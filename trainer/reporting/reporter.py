@@ -39,7 +39,7 @@ import orjson
 from pydantic import ValidationError
 
 from trainer.reporting.ingest_client import IngestClient, TransportError
-from trainer.reporting.payload import (
+from trainer.spec.ingest import (
     ArtifactKind,
     ArtifactRecord,
     MetricBatch,

@@ -18,7 +18,7 @@ from web.pages.gallery import pick
 from web.pages.render import render
 
 if TYPE_CHECKING:
-    from server.models import Job, Sample
+    from server.services.pages import Job, Sample
 
 router = APIRouter()
 # Overlaid charts: one per metric key.

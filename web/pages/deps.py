@@ -19,7 +19,7 @@ from server.services.errors import NotFound
 from server.services.scoping import get_visible_job
 
 if TYPE_CHECKING:
-    from server.models import Job
+    from server.services.pages import Job
 
 
 class PageNotFound(Exception):

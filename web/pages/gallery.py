@@ -17,7 +17,7 @@ from web.pages.deps import page_caller, visible_page_job
 from web.pages.render import render
 
 if TYPE_CHECKING:
-    from server.models import Sample
+    from server.services.pages import Sample
 
 router = APIRouter()
 COLUMNS = 5

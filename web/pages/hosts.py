@@ -19,7 +19,7 @@ from web.pages.deps import page_caller
 from web.pages.render import render
 
 if TYPE_CHECKING:
-    from server.models import Job
+    from server.services.pages import Job
 
 router = APIRouter()
 

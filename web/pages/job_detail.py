@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import JobId, get_session
-from server.models import TERMINAL_STATES
 from server.schemas.jobs import JobDetail
 from server.services import pages
 from server.services.artifacts import list_artifacts
@@ -24,6 +23,7 @@ from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
+from server.states import TERMINAL_STATES
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.render import error_page, not_found, render
 

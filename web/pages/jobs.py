@@ -9,9 +9,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import JOB_STATES
 from server.services.auth import Caller
 from server.services.job_reads import JobFilters, list_jobs
+from server.states import JOB_STATES
 from trainer.spec import ALGORITHMS, EXECUTORS
 from web.pages.deps import page_caller
 from web.pages.render import render

@@ -11,10 +11,10 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
-from server.models import AUDIT_ACTIONS
 from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserChange, UserCreate
 from server.schemas.common import MAX_INT32
 from server.services import accounts, audit, offboarding
+from server.services.audit import AUDIT_ACTIONS
 from server.services.auth import Caller
 from server.services.errors import Forbidden, NotFound, ServiceError
 from server.services.scoping import ensure_server_admin, ensure_team_admin, team_role, visible_team

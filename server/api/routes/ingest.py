@@ -20,7 +20,7 @@ from server.services.errors import PayloadTooLarge
 from server.services.metrics import store_metric_batch
 from server.services.progress import record_progress
 from server.services.samples import store_sample
-from trainer.reporting.payload import ArtifactRecord, MetricBatch, ProgressReport, SampleForm
+from trainer.spec.ingest import ArtifactRecord, MetricBatch, ProgressReport, SampleForm
 
 router = APIRouter(
     route_class=OrjsonRoute,

@@ -14,7 +14,7 @@ from server.schemas.samples import EvalRewards, SamplePage
 from server.services import samples
 from server.services.eval_rewards import eval_rewards
 from server.services.thumbnails import THUMB_PX, thumbnail
-from trainer.reporting.payload import SampleKind
+from trainer.spec.ingest import SampleKind
 
 router = APIRouter(tags=["samples"])
 

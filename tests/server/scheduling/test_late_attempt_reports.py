@@ -10,7 +10,7 @@ from server.models import Job
 from server.services.errors import Conflict
 from server.services.metric_history import metric_history
 from server.services.metrics import store_metric_batch
-from trainer.reporting.payload import MetricBatch
+from trainer.spec.ingest import MetricBatch
 
 
 def batch(attempt: int, steps: range) -> MetricBatch:
