@@ -55,10 +55,11 @@ TRANSFORMER_CONFIG = {
 SCHEDULER_CONFIG = {"num_train_timesteps": 1000, "shift": 3.0}
 
 
-def text_encoder_config(hidden: int = CLIP_L_HIDDEN) -> dict:
-    """A CLIP text encoder with projection (CLIP-L's layout; CLIP-G's differs only in width)."""
+def text_encoder_config(hidden: int = CLIP_L_HIDDEN, vocab_size: int | None = None) -> dict:
+    """A CLIP text encoder with projection (CLIP-L's layout; CLIP-G's differs only in width); the vocabulary is
+    the built-in prompt set's unless a model with its own words (builtin:shapes) gives its size."""
     return {
-        "vocab_size": len(vocabulary()),
+        "vocab_size": vocab_size or len(vocabulary()),
         "hidden_size": hidden,
         "intermediate_size": 4 * hidden,
         "projection_dim": CLIP_PROJECTION,

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from trainer.models.builtin_shapes import CHECKSUM_FILE, checksum_lines
+from trainer.models.builtin_tiny import text_encoder_config
 from trainer.models.shapes_dataset import IMAGE_SIZE, vocabulary
 from trainer.models.shapes_training import latent_statistics, train_transformer, train_vae
 from trainer.models.tiny_t5 import tiny_t5_config
@@ -62,28 +63,13 @@ TRANSFORMER_CONFIG = {
 }
 
 
-def clip_config(vocab_size: int, hidden: int) -> dict:
-    return {
-        "vocab_size": vocab_size,
-        "hidden_size": hidden,
-        "intermediate_size": 4 * hidden,
-        "projection_dim": CLIP_PROJECTION,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "max_position_embeddings": MAX_TOKENS,
-        "pad_token_id": 0,
-        "bos_token_id": 2,
-        "eos_token_id": 3,
-    }
-
-
 def save_text_stack(directory: Path) -> None:
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
 
     tokenizer = word_tokenizer(vocabulary(), MAX_TOKENS)
     vocab_size = len(SPECIAL_TOKENS) + len(vocabulary())
     for suffix, hidden in (("", CLIP_L_HIDDEN), ("_2", CLIP_G_HIDDEN)):
-        CLIPTextModelWithProjection(CLIPTextConfig(**clip_config(vocab_size, hidden))).save_pretrained(
+        CLIPTextModelWithProjection(CLIPTextConfig(**text_encoder_config(hidden, vocab_size))).save_pretrained(
             directory / f"text_encoder{suffix}"
         )
         tokenizer.save_pretrained(directory / f"tokenizer{suffix}")
