@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
+
+import httpx
 
 
 def start_process(argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
@@ -29,3 +32,18 @@ def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_seconds: floa
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def wait_until_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 60) -> None:
+    """Return once the server at `url` answers GET /api/v1/health with 200; fail with the tail of its log when
+    its process exits first or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the server at {url} did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)

@@ -23,7 +23,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import schemathesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -39,6 +38,7 @@ from server.migrate import upgrade  # noqa: E402
 from server.models import ApiToken, Device, Host, Job  # noqa: E402
 from server.services.auth import ensure_admin  # noqa: E402
 from server.services.tokens import JOB_TOKEN_PREFIX, USER_TOKEN_PREFIX, hash_token, new_token  # noqa: E402
+from sfumato.cli.process_groups import wait_until_healthy  # noqa: E402
 
 ADMIN_TOKEN = "sfu_fuzz-admin-token"
 
@@ -129,16 +129,7 @@ def live_server(database_url: str, home: Path, env_extra: dict[str, str] | None 
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+        wait_until_healthy(url, proc, log)
         yield LiveServer(url, job_token, spare_id, log)
     finally:
         proc.terminate()

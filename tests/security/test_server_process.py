@@ -7,13 +7,14 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from platform_harness import free_port
+
+from sfumato.cli.process_groups import wait_until_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
@@ -40,19 +41,12 @@ def live_server(tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "SFUMATO_HOME": str(tmp_path / "home"), "SFUMATO_ADMIN_PASSWORD": PASSWORD}
     env.pop("SFUMATO_DATABASE_URL", None)
     argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port), "--workers", "1", "--bootstrap"]
-    with open(tmp_path / "server.log", "wb") as log:
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-            time.sleep(0.3)
+        wait_until_healthy(url, proc, log)
         yield url
     finally:
         proc.terminate()
