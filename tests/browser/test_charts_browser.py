@@ -9,6 +9,7 @@ import json
 import pytest
 from browser_support import Live, PageProbe
 from page_fixtures import add_metrics, make_job
+from playwright.sync_api import Page
 
 from server.models import Job, User
 
@@ -65,16 +66,22 @@ def test_the_job_page_draws_the_eval_reward_of_each_eval_step(live: Live, probe:
     assert probe.errors == []
 
 
-def test_a_live_chart_appends_the_steps_after_its_own_last_one_without_a_gap(live: Live, probe: PageProbe) -> None:
-    page = probe.page
+def running_job_with_metric_reads(live: Live, page: Page, name: str, steps: int) -> tuple[int, list[str]]:
+    """A running native job with `steps` steps of metrics, and the metric-read URLs the page will request."""
     with live.app.state.sessionmaker() as session:
-        job = make_job(session, session.get(User, live.world.admin.id), None, "live-append", "native", status="running",
-                       attempt=1, step=10)  # fmt: skip
-        add_metrics(session, job, range(0, 10))
+        job = make_job(session, session.get(User, live.world.admin.id), None, name, "native", status="running",
+                       attempt=1, step=steps)  # fmt: skip
+        add_metrics(session, job, range(0, steps))
         session.commit()
         job_id = job.id
     reads: list[str] = []
     page.on("request", lambda r: reads.append(r.url) if f"/api/v1/jobs/{job_id}/metrics?" in r.url else None)
+    return job_id, reads
+
+
+def test_a_live_chart_appends_the_steps_after_its_own_last_one_without_a_gap(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    job_id, reads = running_job_with_metric_reads(live, page, "live-append", steps=10)
     page.goto(f"{live.url}/jobs/{job_id}")
     page.wait_for_selector("#chart-reward .uplot")
     for first, last in ((10, 20), (20, 35)):
@@ -97,14 +104,7 @@ def test_a_live_chart_appends_the_steps_after_its_own_last_one_without_a_gap(liv
 def test_a_retry_s_new_attempt_makes_the_charts_read_their_series_whole_again(live: Live, probe: PageProbe) -> None:
     """The new attempt replaces the points after the step it resumed from, so appending would keep stale ones."""
     page = probe.page
-    with live.app.state.sessionmaker() as session:
-        job = make_job(session, session.get(User, live.world.admin.id), None, "retried", "native", status="running",
-                       attempt=1, step=20)  # fmt: skip
-        add_metrics(session, job, range(0, 20))
-        session.commit()
-        job_id = job.id
-    reads: list[str] = []
-    page.on("request", lambda r: reads.append(r.url) if f"/api/v1/jobs/{job_id}/metrics?" in r.url else None)
+    job_id, reads = running_job_with_metric_reads(live, page, "retried", steps=20)
     page.goto(f"{live.url}/jobs/{job_id}")
     page.wait_for_selector("#chart-reward .uplot")
     whole_reads = len([url for url in reads if "after_step=" not in url])
