@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     max_queued_per_user: int = 100
     max_queued_per_team: int = 500
     max_metric_points: int = 100_000
+    # Cells (jobs) one experiment may expand into (422 beyond).
+    max_experiment_cells: int = 64
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
 

@@ -46,6 +46,21 @@ JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
 }
 
 
+class ExperimentState(StrEnum):
+    """An experiment's state, derived from its cells' jobs (services.experiment_reads.experiment_state): queued
+    while every active cell waits, running while any cell is placed or running, then succeeded (every cell),
+    failed (any cell failed) or cancelled (the rest)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+EXPERIMENT_STATES = tuple(ExperimentState)
+
+
 class HostStatus(StrEnum):
     """A host's effective state, what the scheduler and the pages read. Derived, not stepped through: `lost`
     while its heartbeat is stale, else what its admin state gives a live host (`LIVE_STATUS`); so any state can

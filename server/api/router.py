@@ -6,6 +6,7 @@ from server.api.routes import (
     artifacts,
     audit,
     compare,
+    experiments,
     health,
     host_admin,
     hosts,
@@ -39,5 +40,6 @@ for module in (
     teams,
     audit,
     compare,
+    experiments,
 ):
     api_router.include_router(module.router)

@@ -3,6 +3,7 @@
 from server.models.account import ROLES, ApiToken, LoginThrottle, Membership, Team, User
 from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
+from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
 from server.models.job import Artifact, Job, JobEvent
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
@@ -35,6 +36,8 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Device",
+    "Experiment",
+    "ExperimentNote",
     "Host",
     "HostStatus",
     "Job",

@@ -42,6 +42,9 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # A cell of an experiment: the experiment, and the cell's value of each axis ({"seed": 2, ...}).
+    experiment_id: Mapped[int | None] = mapped_column(ForeignKey("experiments.id", ondelete="SET NULL"), index=True)
+    experiment_cell: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     owner = relationship("User")
     team = relationship("Team")

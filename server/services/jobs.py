@@ -39,6 +39,18 @@ def submit_job(
     team = team_for_submission(caller, team_name)
     check_capacity(session, spec)
     check_queue_room(session, caller.user_id, team.team_id, settings)
+    job = add_job(session, caller, spec, team.team_id)
+    session.commit()
+    detail = job_detail(session, caller, job.id)
+    warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
+    if warning:
+        detail.warnings.append(warning)
+    return detail
+
+
+def add_job(session: Session, caller: Caller, spec: JobSpec, team_id: int, **columns: Any) -> Job:
+    """A checked spec as a queued job, with its submitted event and audit row, in the caller's unit of work
+    (uncommitted: an experiment adds all its cells or none). `columns` sets more of the job's columns."""
     job = Job(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
@@ -52,18 +64,14 @@ def submit_job(
         nodes=spec.resources.nodes,
         max_attempts=spec.retry.max_attempts,
         owner_id=caller.user_id,
-        team_id=team.team_id,
+        team_id=team_id,
+        **columns,
     )
     session.add(job)
     session.flush()
     record_submitted(session, job, f"submitted by {caller.username}")
     audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
-    session.commit()
-    detail = job_detail(session, caller, job.id)
-    warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
-    if warning:
-        detail.warnings.append(warning)
-    return detail
+    return job
 
 
 def lock_job(session: Session, job_id: int) -> Job:
@@ -106,6 +114,13 @@ def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
     if job.status not in TERMINAL_STATES:
         session.rollback()
         raise Conflict(f"job {job_id} is {job.status}; only succeeded, failed or cancelled jobs can be retried")
+    requeue_job(session, caller, job)
+    session.commit()
+    return job_detail(session, caller, job_id)
+
+
+def requeue_job(session: Session, caller: Caller, job: Job) -> None:
+    """A finished (locked) job back to the queue as a fresh run, audited; the caller commits."""
     job.error = None
     job.wait_reason = None
     job.cancel_requested = False
@@ -116,5 +131,3 @@ def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job.last_progress_at = None
     set_status(session, job, JobStatus.QUEUED, f"retried by {caller.username}")
     audit.record(session, "job.retry", caller, team_id=job.team_id, job_id=job.id)
-    session.commit()
-    return job_detail(session, caller, job_id)

@@ -39,9 +39,7 @@ _COUNT_UP = (
     .columns(attempts=Integer, window_start=DateTime)
 )
 _GIVE_BACK = text("UPDATE login_throttles SET attempts = attempts - 1 WHERE key = :key AND attempts > 0")
-_PRUNE = text("DELETE FROM login_throttles WHERE window_start < :stale").bindparams(
-    bindparam("stale", type_=DateTime)
-)
+_PRUNE = text("DELETE FROM login_throttles WHERE window_start < :stale").bindparams(bindparam("stale", type_=DateTime))
 
 
 @dataclass(frozen=True)

@@ -31,20 +31,27 @@ def _queued(session: Session, *where: Any) -> int:
     return session.scalar(select(func.count()).select_from(Job).where(Job.status == JobStatus.QUEUED, *where)) or 0
 
 
-def check_queue_room(session: Session, user_id: int, team_id: int, settings: Settings) -> None:
-    """Room for one more queued job of this user and team (429 otherwise). The user's and the team's rows are
-    locked first (in that order) so that two submissions cannot both take the last place."""
+def check_queue_room(session: Session, user_id: int, team_id: int, settings: Settings, count: int = 1) -> None:
+    """Room for `count` more queued jobs of this user and team (429 otherwise). The user's and the team's rows
+    are locked first (in that order) so that two submissions cannot both take the last place."""
     session.execute(select(User.id).where(User.id == user_id).with_for_update())
     session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
     mine = _queued(session, Job.owner_id == user_id)
-    if mine >= settings.max_queued_per_user:
+    if mine + count > settings.max_queued_per_user:
         raise TooManyRequests(
             f"you have {mine} queued jobs, the limit per user (SFUMATO_MAX_QUEUED_PER_USER = "
-            f"{settings.max_queued_per_user}); wait for some to start, or cancel some"
+            f"{settings.max_queued_per_user}){_asked(count, settings.max_queued_per_user - mine)}; "
+            "wait for some to start, or cancel some"
         )
     theirs = _queued(session, Job.team_id == team_id)
-    if theirs >= settings.max_queued_per_team:
+    if theirs + count > settings.max_queued_per_team:
         raise TooManyRequests(
             f"the team has {theirs} queued jobs, the limit per team (SFUMATO_MAX_QUEUED_PER_TEAM = "
-            f"{settings.max_queued_per_team}); wait for some to start, or cancel some"
+            f"{settings.max_queued_per_team}){_asked(count, settings.max_queued_per_team - theirs)}; "
+            "wait for some to start, or cancel some"
         )
+
+
+def _asked(count: int, room: int) -> str:
+    """For a submission of several jobs (an experiment's cells): how many it needs and how many fit."""
+    return f"; these {count} jobs need {count} places and {max(room, 0)} are left" if count > 1 else ""

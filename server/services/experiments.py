@@ -1,0 +1,160 @@
+"""Creating an experiment: every cell's spec checked, then every cell queued as a job, in one unit of work.
+
+Nothing is stored unless every cell validates (trainer.spec), some host could run it, and the team's queue
+has room for all of them. With fair timing every cell holds its host whole (`resources.exclusive`) on one
+device model and the cells are queued in an order shuffled with a recorded seed, so that drift over time
+(thermals, other tenants of a cloud host) spreads evenly over the cells instead of favouring the first.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import AdminState, Device, Experiment, Host, HostStatus
+from server.schemas.experiments import ExperimentCreate, ExperimentDetail
+from server.services import audit
+from server.services.auth import Caller
+from server.services.capacity import check_capacity
+from server.services.errors import FieldErrors
+from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
+from server.services.experiment_reads import experiment_detail
+from server.services.jobs import add_job, validate_spec
+from server.services.scoping import team_for_submission
+from server.services.submission_limits import check_queue_room
+from trainer.spec import JobSpec
+
+
+def fair_timing_default(axes: list[Axis]) -> bool:
+    """On when the matrix sweeps the executor (a field under `executor.`): that is a timing comparison."""
+    return any(axis.path.startswith("executor.") for axis in axes)
+
+
+def fair_device_model(session: Session, base: dict[str, Any]) -> str | None:
+    """The device model every cell runs on: the base spec's `resources.gpu_model`, else the model the most
+    usable hosts have enough devices of (ties: more devices, then the name); None with no hosts yet."""
+    resources = base.get("resources") if isinstance(base.get("resources"), dict) else {}
+    if resources.get("gpu_model"):
+        return str(resources["gpu_model"])
+    device_type, wanted = resources.get("device_type", "cpu"), resources.get("devices", 1)
+    wanted = wanted if isinstance(wanted, int) else 1
+    per_host: dict[tuple[str, int], int] = {}
+    for host_id, model in session.execute(
+        select(Device.host_id, Device.model)
+        .join(Host, Host.id == Device.host_id)
+        .where(
+            Host.admin_state != AdminState.DISABLED,
+            Host.status != HostStatus.DISABLED,
+            Device.enabled.is_(True),
+            Device.device_type == device_type,
+        )
+    ):
+        per_host[(model, host_id)] = per_host.get((model, host_id), 0) + 1
+    ranking: dict[str, tuple[int, int]] = {}
+    for (model, _), count in per_host.items():
+        hosts, devices = ranking.get(model, (0, 0))
+        ranking[model] = (hosts + int(count >= wanted), devices + count)
+    if not ranking:
+        return None
+    return min(ranking, key=lambda m: (-ranking[m][0], -ranking[m][1], m))
+
+
+def _cell_errors(failures: list[tuple[Cell, dict[str, str]]], cell_count: int) -> list[dict[str, str]]:
+    """Each failure as `cells[i].<field>` with the cell named in the message; a problem of the base spec (the
+    same field and message in every one of several cells) once, as `spec.<field>`."""
+    seen: dict[tuple[str, str], int] = {}
+    for _, error in failures:
+        seen[(error["field"], error["message"])] = seen.get((error["field"], error["message"]), 0) + 1
+    out: list[dict[str, str]] = []
+    for cell, error in failures:
+        key = (error["field"], error["message"])
+        if cell_count > 1 and seen[key] == cell_count:
+            if cell.index == 0:
+                out.append({"field": f"spec.{error['field']}", "message": f"every cell: {error['message']}"})
+            continue
+        message = f"cell {cell.index} ({cell.label()}): {error['message']}"
+        out.append({"field": f"cells[{cell.index}].{error['field']}", "message": message})
+    return out
+
+
+def _checked_specs(
+    session: Session,
+    request: ExperimentCreate,
+    cells: list[Cell],
+    gpu_model: str | None,
+    fair: bool,
+    settings: Settings,
+) -> list[JobSpec]:
+    """Every cell's spec validated and placeable, or one 422 listing each bad cell and field."""
+    specs: list[JobSpec] = []
+    failures: list[tuple[Cell, dict[str, str]]] = []
+    placeable: set[bytes] = set()
+    for cell in cells:
+        data = cell_spec(request.spec, cell, request.name)
+        if fair:
+            resources = data["resources"] = dict(data.get("resources") or {})
+            resources["exclusive"] = True
+            if gpu_model:
+                resources["gpu_model"] = gpu_model
+        try:
+            spec = validate_spec(data, settings)
+            resources_key = orjson.dumps(spec.resources.model_dump(mode="json"))
+            if resources_key not in placeable:
+                check_capacity(session, spec)
+                placeable.add(resources_key)
+        except FieldErrors as exc:
+            failures += [(cell, error) for error in exc.detail]
+            continue
+        specs.append(spec)
+    if failures:
+        raise FieldErrors(_cell_errors(failures, len(cells)))
+    return specs
+
+
+def create_experiment(
+    session: Session, caller: Caller, request: ExperimentCreate, settings: Settings, team_name: str | None = None
+) -> ExperimentDetail:
+    """Expand, check every cell, then store the experiment and one queued job per cell; nothing on any error."""
+    team = team_for_submission(caller, team_name)
+    axes = [Axis(axis.path, list(axis.values)) for axis in request.axes]
+    fair = request.fair_timing if request.fair_timing is not None else fair_timing_default(axes)
+    check_axes(axes, fair, settings.max_experiment_cells)
+    cells = expand(axes)
+    gpu_model = fair_device_model(session, request.spec) if fair else None
+    specs = _checked_specs(session, request, cells, gpu_model, fair, settings)
+    check_queue_room(session, caller.user_id, team.team_id, settings, len(cells))
+    order_seed = secrets.randbelow(2**31)
+    order = list(range(len(cells)))
+    if fair:
+        random.Random(order_seed).shuffle(order)
+    experiment = Experiment(
+        name=request.name,
+        team_id=team.team_id,
+        created_by_id=caller.user_id,
+        base_spec=request.spec,
+        axes=[{"path": a.path, "values": a.values} for a in axes],
+        fair_timing=fair,
+        order_seed=order_seed,
+        gpu_model=gpu_model if fair else None,
+    )
+    session.add(experiment)
+    session.flush()
+    for index in order:  # job ids follow the queue order: the scheduler takes equal priorities by id
+        add_job(
+            session,
+            caller,
+            specs[index],
+            team.team_id,
+            experiment_id=experiment.id,
+            experiment_cell=cells[index].values,
+        )
+    detail = f"experiment {experiment.id} {experiment.name!r}: {len(cells)} cells" + (", fair timing" if fair else "")
+    audit.record(session, "experiment.create", caller, team_id=team.team_id, detail=detail)
+    session.commit()
+    return experiment_detail(session, caller, experiment.id)

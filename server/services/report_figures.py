@@ -1,0 +1,182 @@
+"""The report's pictures: the reward curve of each cell group (mean over seeds, with a band from the lowest to
+the highest seed), samples/s per group with its 95% interval, both as inline SVG; and each group's latest eval
+samples, read from the artifact store. Curves come from services.metric_reads, the figures from the summary."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import Sample
+from server.schemas.experiments import CellGroup, ExperimentDetail
+from server.services.artifact_store import stored_file
+from server.services.compare import REWARD_KEY
+from server.services.current_points import current_points
+from server.services.metric_reads import metric_series
+
+CURVE_POINTS = 200
+SAMPLES_PER_GROUP = 4
+WIDTH, HEIGHT, PAD = 720, 300, 48
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+@dataclass(frozen=True)
+class EmbeddedSample:
+    caption: str
+    media_type: str
+    data: bytes
+
+
+@dataclass
+class ReportFigures:
+    plots: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG)
+    samples: list[tuple[str, list[EmbeddedSample]]] = field(default_factory=list)  # (group label, images)
+
+
+def _scale(lo: float, hi: float, out_lo: float, out_hi: float) -> tuple[float, float]:
+    span = hi - lo or 1.0
+    return (out_hi - out_lo) / span, out_lo - lo * (out_hi - out_lo) / span
+
+
+def _frame(title: str, x_label: str, y_lo: float, y_hi: float, body: list[str], legend: list[tuple[str, str]]) -> str:
+    ticks = [y_lo + (y_hi - y_lo) * i / 4 for i in range(5)]
+    ys, yo = _scale(y_lo, y_hi, HEIGHT - PAD, PAD / 2)
+    axis = [
+        f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - 10}" y2="{HEIGHT - PAD}" stroke="#333"/>',
+        f'<line x1="{PAD}" y1="{PAD / 2}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#333"/>',
+        *(
+            f'<text x="{PAD - 4}" y="{t * ys + yo + 4:.1f}" font-size="10" text-anchor="end">{t:.3g}</text>'
+            for t in ticks
+        ),
+        f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" font-size="11" text-anchor="middle">{html.escape(x_label)}</text>',
+    ]
+    keys = [
+        f'<rect x="{PAD + 10 + 150 * (i % 4)}" y="{8 + 14 * (i // 4)}" width="10" height="10" fill="{colour}"/>'
+        f'<text x="{PAD + 24 + 150 * (i % 4)}" y="{17 + 14 * (i // 4)}" font-size="11">{html.escape(label[:24])}</text>'
+        for i, (label, colour) in enumerate(legend)
+    ]
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT + 14 * (len(legend) // 4)}" '
+        f'viewBox="0 {-14 * (len(legend) // 4)} {WIDTH} {HEIGHT + 14 * (len(legend) // 4)}" role="img" '
+        f'font-family="sans-serif"><title>{html.escape(title)}</title>{"".join(axis + body + keys)}</svg>'
+    )
+
+
+def _reward_plot(session: Session, groups: list[CellGroup]) -> str | None:
+    """Mean reward over each group's seeds per step, a band from the lowest to the highest seed."""
+    curves: list[tuple[str, list[int], list[float], list[float], list[float]]] = []
+    for group in groups:
+        by_step: dict[int, list[float]] = {}
+        for job_id in group.job_ids:
+            series = metric_series(session, job_id, [REWARD_KEY], CURVE_POINTS).series[0]
+            for step, value in zip(series.steps, series.values, strict=True):
+                if value is not None:
+                    by_step.setdefault(step, []).append(value)
+        steps = sorted(by_step)
+        if steps:
+            values = [by_step[s] for s in steps]
+            curves.append(
+                (
+                    group.label,
+                    steps,
+                    [sum(v) / len(v) for v in values],
+                    [min(v) for v in values],
+                    [max(v) for v in values],
+                )
+            )
+    if not curves:
+        return None
+    x_lo, x_hi = min(c[1][0] for c in curves), max(c[1][-1] for c in curves)
+    y_lo, y_hi = min(min(c[3]) for c in curves), max(max(c[4]) for c in curves)
+    xs, xo = _scale(x_lo, x_hi, PAD, WIDTH - 10)
+    ys, yo = _scale(y_lo, y_hi, HEIGHT - PAD, PAD / 2)
+    body, legend = [], []
+    for i, (label, steps, mean, low, high) in enumerate(curves):
+        colour = COLOURS[i % len(COLOURS)]
+        upper = [f"{s * xs + xo:.1f},{h * ys + yo:.1f}" for s, h in zip(steps, high, strict=True)]
+        lower = [f"{s * xs + xo:.1f},{lo * ys + yo:.1f}" for s, lo in zip(steps, low, strict=True)]
+        line = [f"{s * xs + xo:.1f},{m * ys + yo:.1f}" for s, m in zip(steps, mean, strict=True)]
+        body.append(f'<polygon points="{" ".join(upper + lower[::-1])}" fill="{colour}" fill-opacity="0.15"/>')
+        body.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{colour}" stroke-width="1.6"/>')
+        legend.append((label, colour))
+    return _frame(
+        f"{REWARD_KEY} by step", f"step ({REWARD_KEY}: mean over seeds, band: min to max)", y_lo, y_hi, body, legend
+    )
+
+
+def _speed_plot(groups: list[CellGroup]) -> str | None:
+    """Each group's samples/s as a bar, its 95% interval as a whisker."""
+    known = [g for g in groups if g.samples_per_s.mean is not None]
+    if not known:
+        return None
+    top = max(max(g.samples_per_s.high or 0.0, g.samples_per_s.mean or 0.0) for g in known) * 1.1
+    ys, yo = _scale(0.0, top, HEIGHT - PAD, PAD / 2)
+    slot = (WIDTH - PAD - 20) / len(known)
+    body, legend = [], []
+    for i, group in enumerate(known):
+        colour = COLOURS[i % len(COLOURS)]
+        stats = group.samples_per_s
+        x = PAD + 10 + i * slot
+        y = (stats.mean or 0.0) * ys + yo
+        body.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.6:.1f}" height="{HEIGHT - PAD - y:.1f}" fill="{colour}"/>'
+        )
+        if stats.low is not None and stats.high is not None:
+            mid = x + slot * 0.3
+            body.append(
+                f'<line x1="{mid:.1f}" y1="{stats.low * ys + yo:.1f}" x2="{mid:.1f}" y2="{stats.high * ys + yo:.1f}" '
+                'stroke="#111" stroke-width="1.5"/>'
+            )
+        legend.append((group.label, colour))
+    return _frame(
+        "samples/s per cell group", "cell group (bar: mean over seeds, whisker: 95% interval)", 0.0, top, body, legend
+    )
+
+
+def _latest_eval_samples(session: Session, settings: Settings, job_id: int) -> list[EmbeddedSample]:
+    """The job's latest current eval step's first samples, with their prompt, seed and reward."""
+    current = current_points(session, job_id)
+    steps = session.execute(
+        select(Sample.step, func.max(Sample.attempt))
+        .where(Sample.job_id == job_id, Sample.kind == "eval")
+        .group_by(Sample.step)
+    ).all()
+    current_steps = sorted((s for s, a in steps if current.is_current(a, s)), reverse=True)
+    if not current_steps:
+        return []
+    rows = session.scalars(
+        select(Sample)
+        .where(Sample.job_id == job_id, Sample.kind == "eval", Sample.step == current_steps[0])
+        .order_by(Sample.id)
+    ).all()
+    out = []
+    for sample in rows:
+        if not current.is_current(sample.attempt, sample.step):
+            continue
+        path = stored_file(settings, sample.image_path)
+        if not path.is_file():
+            continue
+        reward = "" if sample.reward is None else f" · reward {sample.reward:.3f}"
+        media_type = "image/webp" if sample.image_path.endswith(".webp") else "image/png"
+        caption = f"step {sample.step} · {sample.prompt[:40]} · seed {sample.seed}{reward}"
+        out.append(EmbeddedSample(caption, media_type, path.read_bytes()))
+        if len(out) == SAMPLES_PER_GROUP:
+            break
+    return out
+
+
+def report_figures(session: Session, settings: Settings, detail: ExperimentDetail) -> ReportFigures:
+    figures = ReportFigures()
+    groups = detail.summary.groups
+    for title, svg in (("reward by step", _reward_plot(session, groups)), ("samples/s", _speed_plot(groups))):
+        if svg is not None:
+            figures.plots.append((title, svg))
+    for group in groups:
+        samples = _latest_eval_samples(session, settings, group.job_ids[0]) if group.job_ids else []
+        if samples:
+            figures.samples.append((group.label, samples))
+    return figures
