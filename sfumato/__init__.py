@@ -16,7 +16,19 @@ from sfumato.errors import (
     ValidationFailed,
     WaitTimeout,
 )
-from sfumato.models import ApiToken, ComparedJob, Comparison, Host, Job, LogLine, MetricSeries, Sample
+from sfumato.models import (
+    ApiToken,
+    ComparedJob,
+    Comparison,
+    Experiment,
+    ExperimentCell,
+    ExperimentSummary,
+    Host,
+    Job,
+    LogLine,
+    MetricSeries,
+    Sample,
+)
 
 __all__ = [
     "APIError",
@@ -28,6 +40,9 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "Experiment",
+    "ExperimentCell",
+    "ExperimentSummary",
     "Host",
     "Job",
     "LogLine",

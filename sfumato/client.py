@@ -19,6 +19,7 @@ import httpx
 
 from sfumato.config import resolve_credentials
 from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
+from sfumato.experiment_client import ExperimentCalls
 from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
 from sfumato.specfile import apply_overrides, read_spec_file
 
@@ -31,7 +32,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client:
+class Client(ExperimentCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

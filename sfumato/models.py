@@ -179,3 +179,55 @@ class Comparison(_Model):
     native_job_id: int | None = None
     differences: list[SpecDifference] = []
     definitions: dict[str, Any] = {}
+
+
+class ExperimentCell(_Model):
+    """One cell of an experiment: its job and its value of each axis."""
+
+    index: int
+    position: int
+    job_id: int
+    name: str
+    values: dict[str, Any]
+    status: str
+    step: int = 0
+    total_steps: int = 0
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{path}={value}" for path, value in self.values.items())
+
+
+class ExperimentSummary(_Model):
+    """The server's summary: `groups` (mean and 95% interval per figure), `verdicts` (a sentence per executor
+    with the test named), `flags` (cells whose timing is not comparable), `jobs` (each cell's compare row)."""
+
+    groups: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    flags: list[dict[str, Any]] = []
+    jobs: list[ComparedJob] = []
+    method: str = ""
+
+
+class Experiment(_Model):
+    """An experiment as listed; `cells`, `summary` and `notes` are filled by `Client.experiment_detail`."""
+
+    id: int
+    name: str
+    team: str | None = None
+    created_by: str | None = None
+    state: str
+    cell_count: int
+    status_counts: dict[str, int] = {}
+    axes: list[dict[str, Any]] = []
+    fair_timing: bool = False
+    created_at: datetime
+    order_seed: int | None = None
+    gpu_model: str | None = None
+    cells: list[ExperimentCell] | None = None
+    summary: ExperimentSummary | None = None
+    notes: list[dict[str, Any]] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL_STATES

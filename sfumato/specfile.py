@@ -81,6 +81,21 @@ def parse_override(assignment: str) -> tuple[list[str], Any]:
     return parts, value
 
 
+def parse_axis(assignment: str) -> tuple[str, list[Any]]:
+    """`seed=1,2,3` → ("seed", [1, 2, 3]): an experiment's axis, each value read as YAML like --set's."""
+    path, sep, raw = assignment.partition("=")
+    path = path.strip()
+    if not sep or not path or not all(path.split(".")) or not raw.strip():
+        raise SpecFileError(f"--axis {assignment!r}: expected PATH=V1,V2,..., e.g. executor.name=native,jagg")
+    values = []
+    for part in raw.split(","):
+        try:
+            values.append(yaml.safe_load(part) if part.strip() else "")
+        except yaml.YAMLError as exc:
+            raise SpecFileError(f"--axis {path}: cannot parse the value {part!r}") from exc
+    return path, values
+
+
 def apply_overrides(spec: dict[str, Any], assignments: list[str], schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `spec` with each `PATH=VALUE` set; a path the schema does not have is refused."""
     result = copy.deepcopy(spec)

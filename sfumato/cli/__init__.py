@@ -1,5 +1,5 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db) and the client
-commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts)."""
+commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, jobs, processes
+from sfumato.cli import account, experiments, jobs, processes
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -38,4 +38,5 @@ app.command(rich_help_panel="Client")(account.login)
 for command in JOB_COMMANDS:
     app.command(rich_help_panel="Client")(command)
 app.add_typer(account.token_app, name="token", rich_help_panel="Client")
+app.add_typer(experiments.experiment_app, name="experiment", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
