@@ -39,6 +39,7 @@ import httpx
 from argon2 import PasswordHasher
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from web_experiments import create_ms, experiment_of_big_jobs
 
 from server.config import Settings
 from server.db import scratch_postgres_database
@@ -192,7 +193,7 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
         raw.commit()
     finally:
         raw.close()
-    big_twins = twin_big_job(app, ids[0], COMPARED_BIG_JOBS - 1)
+    big_twins = twin_big_job(app, ids[0], 8)  # 8 jobs of 1M points to compare, 9 for the 3 x 3 experiment
     with app.state.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))  # what autovacuum does soon after a bulk load
         points = conn.scalar(text("SELECT sum(n) FROM metric_blocks"))
@@ -201,7 +202,8 @@ def seed(app: Any, jobs: int) -> dict[str, Any]:
     return {
         "ids": ids,
         "big": ids[0],
-        "big_twins": big_twins,
+        "big_twins": big_twins[: COMPARED_BIG_JOBS - 1],
+        "experiment": experiment_of_big_jobs(app, [ids[0], *big_twins]),
         "points": points,
         "big_points": big_points,
         "samples": samples,
@@ -299,6 +301,7 @@ def cases(world: dict[str, Any]) -> list[tuple[str, str, float | None]]:
     out += [("Compare page HTML (8 jobs)", "/compare?" + "&".join(f"job={i}" for i in compare), 300)]
     bigs = ",".join(str(i) for i in [big, *world["big_twins"]])
     out += [(f"Compare API ({COMPARED_BIG_JOBS} jobs of 1M points each)", f"/api/v1/compare?jobs={bigs}", 200)]
+    out += [("Experiment API with summary (3 x 3 of 1M-point jobs)", f"/api/v1/experiments/{world['experiment']}", 300)]
     compare_keys = "reward/mean,throughput/samples_per_s,memory/peak_bytes,time/step,loss,kl"
     out += [
         ("Compare chart data (1M-point job)", f"{api}?keys={compare_keys}&max_points={MAX_POINTS}", 100),
@@ -331,6 +334,7 @@ async def measure(app: Any, world: dict[str, Any], runs: int) -> list[dict[str, 
                 }
             )
             print(f"  {what:<44} {median:8.1f} ms", flush=True)
+        results.append(await create_ms(app, client, runs))
     return results
 
 
@@ -359,7 +363,8 @@ def main() -> None:
     with scratch_postgres_database(args.postgres_url, "sfumato_bench") as url, tempfile.TemporaryDirectory() as home:
         print(f"database: fresh {make_url(url).database} on {make_url(url).host}; migrating and loading…", flush=True)
         upgrade(url)
-        app = create_app(Settings(home=Path(home), database_url=url, secret_key=secrets.token_hex(32)))
+        limits = {"max_queued_per_user": 10_000, "max_queued_per_team": 10_000}  # 64-cell experiments, again
+        app = create_app(Settings(home=Path(home), database_url=url, secret_key=secrets.token_hex(32), **limits))
         started = time.perf_counter()
         world = seed(app, args.jobs)
         print(
