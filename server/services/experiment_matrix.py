@@ -154,7 +154,8 @@ def cell_spec(base: dict[str, Any], cell: Cell, name: str) -> dict[str, Any]:
     if isinstance(data.get("executor"), str):
         data["executor"] = {"name": data["executor"]}
     for path, value in sorted(cell.values.items(), key=lambda item: item[0] != EXECUTOR_PATH):
-        if path == EXECUTOR_PATH and (data.get("executor") or {}).get("name") != value:
+        executor = data.get("executor")
+        if path == EXECUTOR_PATH and not (isinstance(executor, dict) and executor.get("name") == value):
             data["executor"] = {"name": value}
         else:
             _set(data, path, value)

@@ -44,6 +44,7 @@ def fair_device_model(session: Session, base: dict[str, Any]) -> str | None:
         return str(resources["gpu_model"])
     device_type, wanted = resources.get("device_type", "cpu"), resources.get("devices", 1)
     wanted = wanted if isinstance(wanted, int) else 1
+    device_type = device_type if isinstance(device_type, str) else "cpu"  # the cells' validation says what is wrong
     per_host: dict[tuple[str, int], int] = {}
     for host_id, model in session.execute(
         select(Device.host_id, Device.model)
