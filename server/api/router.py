@@ -6,6 +6,7 @@ from server.api.routes import (
     artifacts,
     audit,
     compare,
+    experiment_curves,
     experiments,
     health,
     host_admin,
@@ -41,5 +42,6 @@ for module in (
     audit,
     compare,
     experiments,
+    experiment_curves,
 ):
     api_router.include_router(module.router)

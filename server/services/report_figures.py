@@ -1,6 +1,6 @@
 """The report's pictures: the reward curve of each cell group (mean over seeds, with a band from the lowest to
 the highest seed), samples/s per group with its 95% interval, both as inline SVG; and each group's latest eval
-samples, read from the artifact store. Curves come from services.metric_reads, the figures from the summary."""
+samples, read from the artifact store. Curves come from services.experiment_curves, the figures from the summary."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from server.schemas.experiments import CellGroup, ExperimentDetail
 from server.services.artifact_store import stored_file
 from server.services.compare import REWARD_KEY
 from server.services.current_points import current_points
-from server.services.metric_reads import metric_series
+from server.services.experiment_curves import CurveGroup, group_curves
 
 CURVE_POINTS = 200
 SAMPLES_PER_GROUP = 4
@@ -68,26 +68,10 @@ def _frame(title: str, x_label: str, y_lo: float, y_hi: float, body: list[str], 
 
 def _reward_plot(session: Session, groups: list[CellGroup]) -> str | None:
     """Mean reward over each group's seeds per step, a band from the lowest to the highest seed."""
-    curves: list[tuple[str, list[int], list[float], list[float], list[float]]] = []
-    for group in groups:
-        by_step: dict[int, list[float]] = {}
-        for job_id in group.job_ids:
-            series = metric_series(session, job_id, [REWARD_KEY], CURVE_POINTS).series[0]
-            for step, value in zip(series.steps, series.values, strict=True):
-                if value is not None:
-                    by_step.setdefault(step, []).append(value)
-        steps = sorted(by_step)
-        if steps:
-            values = [by_step[s] for s in steps]
-            curves.append(
-                (
-                    group.label,
-                    steps,
-                    [sum(v) / len(v) for v in values],
-                    [min(v) for v in values],
-                    [max(v) for v in values],
-                )
-            )
+    wanted = [CurveGroup(g.label, g.executor, g.job_ids) for g in groups]
+    curves = [
+        (c.label, c.steps, c.mean, c.low, c.high) for c in group_curves(session, wanted, REWARD_KEY, CURVE_POINTS)
+    ]
     if not curves:
         return None
     x_lo, x_hi = min(c[1][0] for c in curves), max(c[1][-1] for c in curves)
