@@ -9,7 +9,21 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from server.api.page_session import read_session
-from web.pages import account, api_docs, auth, compare, gallery, hosts, job_detail, jobs, side_by_side, submit, teams
+from web.pages import (
+    account,
+    api_docs,
+    auth,
+    compare,
+    experiment_form,
+    experiments,
+    gallery,
+    hosts,
+    job_detail,
+    jobs,
+    side_by_side,
+    submit,
+    teams,
+)
 from web.pages.deps import PageNotFound
 from web.pages.render import not_found
 
@@ -25,7 +39,9 @@ VENDOR = {
 }
 
 router = APIRouter(include_in_schema=False)
-for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, compare, hosts, account, teams):
+# The new-experiment form before the experiment page: /experiments/new is not an experiment id.
+for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, compare, experiment_form, experiments,
+               hosts, account, teams):  # fmt: skip
     router.include_router(module.router)
 
 

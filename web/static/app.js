@@ -74,6 +74,19 @@
     if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
   });
 
+  // New experiment: fair timing follows the axes (on with an executor axis, as the server decides in the live
+  // cell count) until the user sets it.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const preview = document.getElementById("matrix-preview");
+    const fair = document.getElementById("f-fair");
+    if (preview && fair && !fair.dataset.touched && event.target.contains(preview)) {
+      fair.checked = preview.dataset.executorAxis === "true";
+    }
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "f-fair") event.target.dataset.touched = "true";
+  });
+
   // Gallery slider: show the chosen step while dragging.
   document.addEventListener("input", function (event) {
     if (event.target.matches("input[data-step-output]")) {

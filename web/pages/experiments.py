@@ -1,0 +1,214 @@
+"""Experiments: the team's list (filters, paging, live body), and one experiment's page: its live summary
+(services.experiment_summary, the API's numbers), its cells, curves per cell group (drawn from
+GET /api/v1/experiments/{id}/curves), the samples of every cell side by side, notes, cancel and retry."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from server.api.deps import get_session
+from server.schemas.common import MAX_INT32
+from server.schemas.experiments import ExperimentDetail, NoteIn
+from server.services import pages
+from server.services.auth import Caller
+from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.experiment_actions import add_note, cancel_experiment, retry_experiment
+from server.services.experiment_reads import experiment_detail, list_experiments, parse_filters
+from server.states import EXPERIMENT_STATES, TERMINAL_STATES
+from web.pages.compare import synced_gallery
+from web.pages.deps import PageNotFound, page_caller, require_csrf
+from web.pages.render import error_page, not_found, render, templates
+
+router = APIRouter()
+ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")]
+PAGE_SIZE = 50
+LIVE_STATES = ("queued", "running")
+# The overlaid charts: one metric each, every cell group's mean over its seeds with a min-max band.
+CHARTS: list[dict[str, Any]] = [
+    {"key": "reward/mean", "title": "Reward (mean)"},
+    {"key": "throughput/samples_per_s", "title": "Throughput", "unit": "samples/s"},
+    {"key": "memory/peak_bytes", "title": "Peak memory", "unit": "bytes"},
+    {"key": "time/step", "title": "Step time", "unit": "s"},
+]
+
+
+def cells_done(status_counts: dict[str, int]) -> int:
+    """Cells whose job has ended (succeeded, failed or cancelled), of the experiment's status counts."""
+    return sum(n for status, n in status_counts.items() if status in TERMINAL_STATES)
+
+
+templates.env.globals["cells_done"] = cells_done
+
+
+def _list_context(session: Session, caller: Caller, state: str, q: str, created_by: str, page: int) -> dict[str, Any]:
+    filters = parse_filters(state if state in EXPERIMENT_STATES else None, q.strip(), created_by.strip())
+    page = max(page, 1)
+    found = list_experiments(session, caller, filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    pages_total = max(1, -(-found.total // PAGE_SIZE))
+    form = {"state": state, "q": q, "created_by": created_by}
+    return {"experiments": found.items, "total": found.total, "page": page, "pages": pages_total, "filters": form}
+
+
+@router.get("/experiments", response_class=HTMLResponse)
+def experiments_page(
+    request: Request,
+    state: str = "",
+    q: str = "",
+    created_by: str = "",
+    page: int = 1,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    context = _list_context(session, caller, state, q, created_by, page)
+    context.update(section="experiments", states=EXPERIMENT_STATES)
+    return render(request, "experiments.html", context)
+
+
+@router.get("/experiments/rows", response_class=HTMLResponse)
+def experiment_rows(
+    request: Request,
+    state: str = "",
+    q: str = "",
+    created_by: str = "",
+    page: int = 1,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """The table body alone, polled by htmx and swapped when a filter changes."""
+    context = _list_context(session, caller, state, q, created_by, page)
+    return render(request, "partials/experiment_rows.html", context)
+
+
+def _detail(session: Session, caller: Caller, experiment_id: int) -> ExperimentDetail:
+    try:
+        return experiment_detail(session, caller, experiment_id)
+    except NotFound:
+        raise PageNotFound(f"experiment #{experiment_id}") from None
+
+
+def _live_context(experiment: ExperimentDetail, caller: Caller) -> dict[str, Any]:
+    """What the polled part shows: the header with its actions, the summary and the cells."""
+    mine = experiment.created_by == caller.username
+    admin = caller.is_admin or any(t.team_name == experiment.team and t.role == "admin" for t in caller.teams)
+    return {
+        "experiment": experiment,
+        "summary": experiment.summary,
+        "rows": {row.id: row for row in experiment.summary.jobs},
+        "live": experiment.state in LIVE_STATES,
+        "may_change": caller.can_write and (mine or admin),
+    }
+
+
+@router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
+def experiment_page(
+    request: Request,
+    experiment_id: ExperimentId,
+    i: int | None = None,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    experiment = _detail(session, caller, experiment_id)
+    jobs = pages.visible_jobs(session, caller, [cell.job_id for cell in experiment.cells])
+    context = _live_context(experiment, caller)
+    context.update(
+        section="experiments",
+        charts=CHARTS,
+        cells={cell.job_id: cell for cell in experiment.cells},
+        jobs=jobs,
+        gallery=synced_gallery(session, jobs, i),
+    )
+    return render(request, "experiment.html", context)
+
+
+@router.get("/experiments/{experiment_id}/live", response_class=HTMLResponse)
+def experiment_live(
+    request: Request,
+    experiment_id: ExperimentId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """The header, summary and cells alone: polled every few seconds while a cell is queued or running."""
+    context = _live_context(_detail(session, caller, experiment_id), caller)
+    return render(request, "partials/experiment_live.html", context)
+
+
+@router.get("/experiments/{experiment_id}/gallery", response_class=HTMLResponse)
+def experiment_gallery(
+    request: Request,
+    experiment_id: ExperimentId,
+    i: int | None = None,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> HTMLResponse:
+    """The synced gallery's table alone, swapped by its step slider."""
+    experiment = _detail(session, caller, experiment_id)
+    jobs = pages.visible_jobs(session, caller, [cell.job_id for cell in experiment.cells])
+    gallery = synced_gallery(session, jobs, i)
+    context = {
+        "experiment": experiment,
+        "cells": {c.job_id: c for c in experiment.cells},
+        "jobs": jobs,
+        "current": gallery.get("current"),
+        "prompts": gallery.get("prompts", []),
+        "cells_by_prompt": gallery.get("cells", {}),
+    }
+    return render(request, "partials/experiment_gallery.html", context)
+
+
+def _act(request: Request, experiment_id: ExperimentId, caller: Caller, session: Session, action: str) -> Response:
+    try:
+        if action == "cancel":
+            cancel_experiment(session, caller, experiment_id)
+        else:
+            retry_experiment(session, caller, experiment_id)
+    except NotFound:
+        return not_found(request, f"experiment #{experiment_id}")
+    except ServiceError as exc:
+        return error_page(request, exc.status_code, f"Cannot {action} experiment #{experiment_id}", str(exc.detail))
+    return RedirectResponse(f"/experiments/{experiment_id}", status_code=303)
+
+
+@router.post("/experiments/{experiment_id}/cancel", dependencies=[Depends(require_csrf)])
+def cancel(
+    request: Request,
+    experiment_id: ExperimentId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    return _act(request, experiment_id, caller, session, "cancel")
+
+
+@router.post("/experiments/{experiment_id}/retry", dependencies=[Depends(require_csrf)])
+def retry(
+    request: Request,
+    experiment_id: ExperimentId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    return _act(request, experiment_id, caller, session, "retry")
+
+
+@router.post("/experiments/{experiment_id}/notes", dependencies=[Depends(require_csrf)])
+def note(
+    request: Request,
+    experiment_id: ExperimentId,
+    body: str = Form(""),
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    """Add a note (Markdown, rendered safely by services.markdown_text) and show it at the end of the notes."""
+    if not body.strip():
+        return error_page(request, 422, "Empty note", "body: write something first")
+    try:
+        added = add_note(session, caller, experiment_id, NoteIn(body=body[:20_000]))
+    except NotFound:
+        return not_found(request, f"experiment #{experiment_id}")
+    except FieldErrors as exc:
+        return error_page(request, 422, "Cannot add the note", "; ".join(e["message"] for e in exc.detail))
+    except ServiceError as exc:
+        return error_page(request, exc.status_code, "Cannot add the note", str(exc.detail))
+    return RedirectResponse(f"/experiments/{experiment_id}#note-{added.id}", status_code=303)
