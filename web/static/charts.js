@@ -391,6 +391,9 @@
     }
   };
 
+  // For the experiment page's charts (experiment_charts.js): the same axes, sizes, colours and reads.
+  window.SfumatoCharts = { axes, sizeOf, getJSON, executorColor, alpha, placeholder, DASHES };
+
   document.addEventListener("DOMContentLoaded", function () {
     const jobSection = document.querySelector("[data-metrics-src]");
     if (jobSection) new JobCharts(jobSection).start();
