@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import SCREENSHOTS, Live, PageProbe
+from experiment_fixtures import shared_experiment
 
 pytestmark = pytest.mark.browser
 
@@ -28,6 +29,9 @@ PAGES: dict[str, Callable[[Live], str]] = {
     "submit json": lambda live: "/submit?mode=json",
     "compare picker": lambda live: "/compare",
     "compare": lambda live: "/compare?" + "&".join(f"job={j.id}" for j in [live.world.running, *live.world.finished]),
+    "experiment": lambda live: f"/experiments/{shared_experiment(live.app, live.world.token)}",
+    "experiments": lambda live: "/experiments",
+    "experiment new": lambda live: f"/experiments/new?from={live.world.running.id}",
     "hosts": lambda live: "/hosts",
     "settings": lambda live: "/settings",
     "teams": lambda live: "/teams",
@@ -99,6 +103,9 @@ def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its
         page.goto(live.url + path(live))
         page.wait_for_load_state("networkidle")
         problems += [f"{name} ({path(live)}): {p}" for p in page.evaluate(CHECK_LAYOUT)]
+        if name.startswith("experiment"):
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"{name.replace(' ', '-')}-{width}.png"), full_page=True)
         if name == "compare":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"compare-{width}.png"))

@@ -4,6 +4,7 @@ then finished with metrics and samples shaped like the trainer's, so that the su
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import cache
 
 from fastapi import FastAPI
 from page_fixtures import SPEC_BASE, add_metrics, add_samples
@@ -44,3 +45,9 @@ def seed_experiment(app: FastAPI, token: str, *, finished: bool = True, name: st
                 add_samples(session, job, settings.resolved_artifact_root(), [0, 5, 10, 15], PROMPTS)
             session.commit()
         return detail.id
+
+
+@cache
+def shared_experiment(app: FastAPI, token: str) -> int:
+    """One finished experiment per app, seeded on first use: the browser tests share one live platform."""
+    return seed_experiment(app, token)
