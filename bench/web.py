@@ -302,6 +302,13 @@ def cases(world: dict[str, Any]) -> list[tuple[str, str, float | None]]:
     bigs = ",".join(str(i) for i in [big, *world["big_twins"]])
     out += [(f"Compare API ({COMPARED_BIG_JOBS} jobs of 1M points each)", f"/api/v1/compare?jobs={bigs}", 200)]
     out += [("Experiment API with summary (3 x 3 of 1M-point jobs)", f"/api/v1/experiments/{world['experiment']}", 300)]
+    experiment = world["experiment"]
+    out += [
+        ("Experiment page HTML (3 x 3 of 1M-point jobs)", f"/experiments/{experiment}", 300),
+        ("Experiment page summary poll", f"/experiments/{experiment}/live", None),
+        ("Experiment curves, one chart (9 jobs of 1M points)",
+         f"/api/v1/experiments/{experiment}/curves?key=reward/mean&max_points={MAX_POINTS}", None),
+    ]  # fmt: skip
     compare_keys = "reward/mean,throughput/samples_per_s,memory/peak_bytes,time/step,loss,kl"
     out += [
         ("Compare chart data (1M-point job)", f"{api}?keys={compare_keys}&max_points={MAX_POINTS}", 100),
