@@ -187,3 +187,23 @@ def _world_token(app: FastAPI, world: World) -> None:
 
 
 assert SPEC_BASE["resources"]["device_type"] == "cuda"  # SPEC_JSON asks for the seeded host's device type
+
+
+@pytest.mark.parametrize("path", ["/experiments", "/experiments/new", "/experiments/1"])
+def test_the_experiment_pages_need_a_login(anon: TestClient, path: str) -> None:
+    response = anon.get(path)
+    assert response.status_code == 303 and response.headers["location"].startswith("/login?next=")
+
+
+def test_retry_queues_the_failed_cells_only(client: TestClient, app: FastAPI) -> None:
+    experiment_id = seed_experiment(app, _token(app))
+    with app.state.sessionmaker() as session:
+        failed = session.scalars(select(Job).where(Job.experiment_id == experiment_id).order_by(Job.id)).first()
+        assert failed is not None
+        failed.status, failed_id = "failed", failed.id
+        session.commit()
+    page = client.get(f"/experiments/{experiment_id}").text
+    assert "Retry failed cells" in page
+    assert client.post(f"/experiments/{experiment_id}/retry", data={"csrf_token": csrf_of(page)}).status_code == 303
+    cells = client.get(f"/api/v1/experiments/{experiment_id}").json()["cells"]
+    assert {c["job_id"]: c["status"] for c in cells if c["status"] != "succeeded"} == {failed_id: "queued"}
