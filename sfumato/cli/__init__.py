@@ -1,5 +1,5 @@
-"""The `sfumato` command: the platform's processes (up, server, worker, scheduler, db) and the client
-commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment)."""
+"""The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server) and the
+client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, experiments, jobs, processes
+from sfumato.cli import account, experiments, jobs, processes, reward_server
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -15,6 +15,7 @@ PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
     processes.server,
     processes.worker,
     processes.scheduler,
+    reward_server.reward_server,
 )
 JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.submit,

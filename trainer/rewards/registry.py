@@ -1,8 +1,10 @@
 """Name → reward function, the weighted sum over a spec's reward list, and third-party plugins.
 
 A reward is ``fn(images, prompts) -> scores``: images NCHW float in [0, 1], one float score
-per image. A factory ``make(path, device) -> fn`` builds it (model-based rewards load their
-weights from ``path``). Plugins register a factory under the ``sfumato.rewards`` entry point group.
+per image; or ``-> (scores, {sub: scores})`` with named sub-scores, logged as ``reward/<name>/<sub>``
+(the remote reward passes on those of its server). A factory ``make(path, device) -> fn`` builds it
+(model-based rewards load their weights from ``path``). Plugins register a factory under the
+``sfumato.rewards`` entry point group.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from trainer.rewards.jpeg_incompressibility import jpeg_incompressibility
 from trainer.rewards.orange_background import orange_background
 from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
-from trainer.spec import REWARD_ENTRY_POINT_GROUP, RewardSpec, SpecError
+from trainer.rewards.remote import RemoteReward
+from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, RewardSpec, SpecError
 
-RewardFn = Callable[[torch.Tensor, list[str]], torch.Tensor]
+RewardOutput = torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]
+RewardFn = Callable[[torch.Tensor, list[str]], RewardOutput]
 RewardFactory = Callable[[str | None, torch.device], RewardFn]
 ModelRewardFactory = Callable[[str, torch.device], RewardFn]
 
@@ -61,6 +65,8 @@ def make_reward(name: str, path: str | None, device: torch.device) -> RewardFn:
 
 def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
     """A model that exists but does not load is a spec error naming ``reward.path``."""
+    if spec.name == REMOTE_REWARD:
+        return RemoteReward(spec)
     try:
         return make_reward(spec.name, spec.path, device)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
@@ -70,7 +76,8 @@ def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
 
 
 class WeightedReward:
-    """Σ_k w_k r_k for advantages, with every raw r_k kept for logging as ``reward/<name>``."""
+    """Σ_k w_k r_k for advantages, with every raw r_k kept for logging as ``reward/<name>`` (and its
+    sub-scores as ``reward/<name>/<sub>``, which weigh nothing)."""
 
     def __init__(self, specs: list[RewardSpec], device: torch.device) -> None:
         self.parts = [(spec.name, spec.weight, load_reward(spec, device)) for spec in specs]
@@ -83,6 +90,12 @@ class WeightedReward:
             frames = images.shape[1]
             images = images.flatten(0, 1)
             prompts = [prompt for prompt in prompts for _ in range(frames)]
-        raw = {name: fn(images, prompts).float().reshape(-1, frames).mean(dim=1).cpu() for name, _, fn in self.parts}
+        raw: dict[str, torch.Tensor] = {}
+        for name, _, fn in self.parts:
+            output = fn(images, prompts)
+            scores, subs = output if isinstance(output, tuple) else (output, {})
+            raw[name] = scores.float().reshape(-1, frames).mean(dim=1).cpu()
+            for sub, values in subs.items():
+                raw[f"{name}/{sub}"] = values.float().reshape(-1, frames).mean(dim=1).cpu()
         total = sum(weight * raw[name] for name, weight, _ in self.parts)
         return total, raw  # type: ignore[return-value]

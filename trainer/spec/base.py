@@ -24,6 +24,7 @@ PIXEL_REWARDS = (
     "prompt_color_match",
 )
 MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
+REMOTE_REWARD = "remote"  # scored by a reward server over HTTP (docs/rewards.md)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -89,6 +90,6 @@ def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
 
 
 def known_rewards() -> set[str]:
-    """Built-in rewards plus third-party ones registered as entry points."""
+    """Built-in rewards, the remote one, plus third-party ones registered as entry points."""
     plugins = {ep.name for ep in entry_points(group=REWARD_ENTRY_POINT_GROUP)}
-    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | plugins
+    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | {REMOTE_REWARD} | plugins

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -10,18 +11,46 @@ from trainer.spec.base import (
     BUILTIN_PROMPT_SOURCES,
     MODEL_REWARDS,
     PIXEL_REWARDS,
+    REMOTE_REWARD,
     Section,
     SpecError,
+    SpecProblems,
     check_local_path,
     is_stored,
     known_rewards,
 )
 
+REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries")
+REMOTE_DEFAULTS = {"batch_size": 16, "timeout_s": 30.0, "retries": 3}
+
 
 class RewardSpec(Section):
-    name: str = Field(description="a built-in reward or one registered under the 'sfumato.rewards' entry point")
+    name: str = Field(
+        description="a built-in reward, 'remote' (a reward server at `url`), or one registered under the "
+        "'sfumato.rewards' entry point"
+    )
     weight: float = 1.0
     path: str | None = Field(None, description="local weights directory (model-based rewards)")
+    url: str | None = Field(
+        None, max_length=2048, description="remote: the reward server's base URL, http(s)://host:port (docs/rewards.md)"
+    )
+    batch_size: int | None = Field(
+        None, ge=1, le=1024, description=f"remote: images per request (default {REMOTE_DEFAULTS['batch_size']})"
+    )
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description=f"remote: seconds a request may take in all, reading included (default "
+        f"{REMOTE_DEFAULTS['timeout_s']:g})",
+    )
+    retries: int | None = Field(
+        None,
+        ge=0,
+        le=20,
+        description=f"remote: further tries of a failed request, with exponential backoff (default "
+        f"{REMOTE_DEFAULTS['retries']})",
+    )
 
     @field_validator("name")
     @classmethod
@@ -38,13 +67,44 @@ class RewardSpec(Section):
     def _path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
         return None if value is None else check_local_path(value, "reward path", info)
 
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_reward_url(value)
+
     @model_validator(mode="after")
-    def _path_needed(self) -> RewardSpec:
+    def _options_fit_the_reward(self) -> RewardSpec:
+        problems = SpecProblems("RewardSpec")
         if self.name in MODEL_REWARDS and self.path is None:
-            raise SpecError("path", f"reward {self.name!r} loads a model: give the local directory of its weights")
+            problems.add("path", f"reward {self.name!r} loads a model: give the local directory of its weights")
         if self.name in PIXEL_REWARDS and self.path is not None:
-            raise SpecError("path", f"reward {self.name!r} computes from pixels and takes no path")
+            problems.add("path", f"reward {self.name!r} computes from pixels and takes no path")
+        if self.name == REMOTE_REWARD:
+            if self.url is None:
+                problems.add("url", "the remote reward needs the reward server's URL, e.g. http://host:8000")
+            if self.path is not None:
+                problems.add("path", "the reward server loads the weights; the remote reward takes only its url")
+            for field, default in REMOTE_DEFAULTS.items():
+                if getattr(self, field) is None:
+                    setattr(self, field, default)
+        else:
+            for field in REMOTE_OPTIONS:
+                if getattr(self, field) is not None:
+                    problems.add(field, f"only the {REMOTE_REWARD!r} reward takes {field}, not {self.name!r}")
+        problems.raise_all()
         return self
+
+
+def check_reward_url(value: str) -> str:
+    """An http(s) URL with a host and no credentials in it (the token travels in a header, never in logs)."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http:// or https:// URL with a host")
+    if parts.username or parts.password:
+        raise ValueError("put no credentials in the URL; the trainer sends SFUMATO_REWARD_TOKEN as a bearer token")
+    if parts.query or parts.fragment:
+        raise ValueError("give the server's base URL, without a query or fragment")
+    return value.rstrip("/")
 
 
 class PromptsSpec(Section):

@@ -1,0 +1,1 @@
+"""``sfumato reward-server``: one reward served over the reward protocol (docs/rewards.md)."""
