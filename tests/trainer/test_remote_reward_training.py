@@ -1,0 +1,119 @@
+"""Jobs scored by a reward server: the local run's rewards, an outage inside the retry window costs no step,
+a server gone for good fails the job naming the reward (real torchrun, two gloo ranks, the tiny model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.rewards.reward_server_harness import RewardServer, reward_server, start_reward_server
+from tests.trainer.conftest import REPO, read_metrics, tiny_spec, torchrun, write_spec
+
+EIGHT_BIT_ROUNDING = 1 / 510  # brightness of an image rounded to 8 bits moves by at most half a level
+
+
+def two_steps(reward: dict[str, Any], steps: int = 2) -> dict[str, Any]:
+    return tiny_spec(
+        algorithm={"total_steps": steps, "sampling_steps": 4},
+        resources={"devices": 2},
+        reward=[reward],
+        samples={"count": 0},
+        checkpoint={"every": 0},
+    )
+
+
+def start_torchrun(tmp_path: Path, home: Path, spec: dict[str, Any]) -> subprocess.Popen[str]:
+    """``torchrun --nproc-per-node 2 -m trainer run`` in the background, output in tmp_path/job.log."""
+    env = {**os.environ, "SFUMATO_HOME": str(home)}
+    env.pop("SFUMATO_API_URL", None)
+    spec_path = write_spec(tmp_path / "spec.json", spec)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "trainer",
+            "run", "--spec", str(spec_path), "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    with open(tmp_path / "job.log", "w") as log:
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_step(out: Path, step: int, job: subprocess.Popen[str], timeout_s: float = 240) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and job.poll() is None:
+        if (out / "metrics.jsonl").exists() and len(read_metrics(out)) >= step:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"step {step} was not logged")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_job_scored_by_a_reward_server_has_the_rewards_of_the_local_run(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    (tmp_path / "local").mkdir()
+    (tmp_path / "remote").mkdir()
+    local = torchrun(tmp_path / "local", sfumato_home, two_steps({"name": "brightness"}), "run", "--output-dir",
+                     str(tmp_path / "local" / "out"))  # fmt: skip
+    assert local.returncode == 0, local.stderr[-3000:]
+    with reward_server("--reward", "brightness") as server:
+        remote = torchrun(tmp_path / "remote", sfumato_home, two_steps({"name": "remote", "url": server.url}), "run",
+                          "--output-dir", str(tmp_path / "remote" / "out"))  # fmt: skip
+        scored = server.metrics()["sfumato_reward_images_total"]
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    expected, got = read_metrics(tmp_path / "local" / "out"), read_metrics(tmp_path / "remote" / "out")
+    assert [m["step"] for m in got] == [1, 2] and scored == 2 * 8  # two steps of 2 prompts x 4, all on the server
+    for local_step, remote_step in zip(expected, got, strict=True):
+        assert remote_step["reward/mean"] == pytest.approx(local_step["reward/mean"], abs=EIGHT_BIT_ROUNDING)
+        assert remote_step["reward/remote"] == remote_step["reward/mean"]
+
+
+@pytest.mark.slow
+def test_a_reward_server_restarted_within_the_retry_window_costs_no_step(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    port = str(free_port())
+    server: RewardServer = start_reward_server("--reward", "brightness", "--port", port)
+    spec = two_steps({"name": "remote", "url": server.url, "retries": 8, "timeout_s": 5}, steps=3)
+    job = start_torchrun(tmp_path, sfumato_home, spec)
+    try:
+        wait_for_step(tmp_path / "out", 1, job)
+        server.kill()
+        time.sleep(1.0)
+        server = start_reward_server("--reward", "brightness", "--port", port)
+        assert job.wait(timeout=240) == 0, (tmp_path / "job.log").read_text()[-3000:]
+    finally:
+        job.kill()
+        server.kill()
+    log = (tmp_path / "job.log").read_text()
+    assert f"reward 'remote' at {server.url}: try 1/9 failed" in log  # the outage was met, and outlasted
+    assert [m["step"] for m in read_metrics(tmp_path / "out")] == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_a_reward_server_gone_for_good_fails_the_job_naming_the_reward(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    server = start_reward_server("--reward", "brightness")
+    spec = two_steps({"name": "remote", "url": server.url, "retries": 1, "timeout_s": 2}, steps=3)
+    job = start_torchrun(tmp_path, sfumato_home, spec)
+    try:
+        wait_for_step(tmp_path / "out", 1, job)
+        server.kill()
+        code = job.wait(timeout=240)
+    finally:
+        job.kill()
+    log = (tmp_path / "job.log").read_text()
+    assert code != 0
+    assert f"RemoteRewardError: reward 'remote' at {server.url}: gave up after 2 tries (retries=1)" in log
+    assert [m["step"] for m in read_metrics(tmp_path / "out")] == [1]
+    assert json.loads((tmp_path / "spec.json").read_text())["reward"][0]["retries"] == 1
