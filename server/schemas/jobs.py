@@ -65,7 +65,7 @@ class JobDetail(JobSummary):
     warnings: list[str] = Field(
         default_factory=list,
         description="on submission: what may stop the job although the spec is valid (a hub model while every "
-        "worker that could run it is offline)",
+        "worker that could run it is offline; a remote reward whose server does not answer its health check)",
     )
 
 

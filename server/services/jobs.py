@@ -17,6 +17,7 @@ from server.services.errors import Conflict, FieldErrors
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.job_status import record_submitted, set_status
+from server.services.remote_reward_warning import remote_reward_warnings
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
 from server.services.submission_limits import check_queue_room, check_spec_size
 from trainer.spec import JobSpec, parse_spec, spec_errors
@@ -45,6 +46,7 @@ def submit_job(
     warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
     if warning:
         detail.warnings.append(warning)
+    detail.warnings.extend(remote_reward_warnings(spec.reward))
     return detail
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 
 import pytest
 from fastapi import FastAPI
@@ -321,3 +322,18 @@ def test_a_running_job_s_header_refreshes_with_the_charts_and_counts_its_eval_st
     header = client.get(f"/jobs/{world.running.id}/header").text
     assert 'hx-trigger="sfumato:charts-polled from:body"' in header  # charts.js sends it after each poll
     assert f'<a href="/jobs/{world.running.id}/gallery">6 eval steps</a>' in header
+
+
+def test_a_remote_reward_whose_server_does_not_answer_is_warned_about_on_the_queued_job_s_page(
+    client: TestClient,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    token = csrf_of(client.get("/submit").text)
+    form = {"csrf_token": token, "name": "remote", "reward.0.name": "remote", "reward.0.url": url}
+    form["resources.device_type"] = "cuda"
+    response = client.post("/submit", data=form)
+    assert response.status_code == 303, response.text
+    page = client.get(response.headers["location"]).text
+    assert 'id="reward-warning-0"' in page and f"reward.0.url &#39;{url}&#39; does not answer" in page

@@ -23,6 +23,7 @@ from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
+from server.services.remote_reward_warning import stored_remote_reward_warnings
 from server.states import TERMINAL_STATES
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.render import error_page, not_found, render
@@ -87,6 +88,11 @@ def _hub_warning(session: Session, job: JobDetail) -> str | None:
     return hub_model_warning(session, str(job.spec.get("model", {}).get("path", "")), job.device_type)
 
 
+def _reward_warnings(job: JobDetail) -> list[str]:
+    """Until the job starts: whether each remote reward's server answers its health check."""
+    return stored_remote_reward_warnings(job.spec) if job.status == "queued" else []
+
+
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
     job = _visible_detail(session, caller, job_id)
     lines = pages.log_tail(session, job.id)
@@ -102,6 +108,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         artifacts=list_artifacts(session, job.id).items,
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
+        reward_warnings=_reward_warnings(job),
     )
     return render(request, "job.html", context)
 

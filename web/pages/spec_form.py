@@ -23,7 +23,7 @@ from trainer.spec import (
 
 SECTION_ORDER = ("general", "model", "algorithm", "executor", "reward", "prompts", "resources", "samples",
                  "checkpoint", "retry")  # fmt: skip
-REWARD_FIELDS = ("name", "weight", "path")
+REWARD_FIELDS = ("name", "weight", "path", "url")  # the remote reward's other options take their defaults
 TRUE = ("true", "on", "1")
 WORDS = {"Lora": "LoRA", "Kl": "KL", "Cfg": "CFG", "Gpu": "GPU", "Adv": "Advantage", "Frac": "fraction"}
 
