@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform gpu-check fuzz
+.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform bench-rewards gpu-check fuzz
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -42,6 +42,11 @@ bench: bench-executors
 
 bench-executors: install
 	$(PY) bench/executors.py
+
+# The remote reward's overhead on the step time of 2 trainers sharing one reward server, and the server's
+# images/s (bench/results/rewards.md).
+bench-rewards: install
+	$(PY) bench/rewards.py
 
 # Every executor on an SD3-shaped model that saturates a GPU (bf16, 1024 image tokens, hidden 1536, 12 blocks):
 # the bench tables and the audit, on 1 rank and, with 2+ GPUs, 2 ranks under FSDP; CUDA only (bench/results/gpu.md).

@@ -17,7 +17,7 @@ def test_one_entry_point_offers_the_platform_and_the_client_commands() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     listed = {line.split()[1] for line in result.output.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
-    platform = {"up", "server", "worker", "scheduler", "db"}
+    platform = {"up", "server", "worker", "scheduler", "db", "reward-server"}
     client = {"login", "submit", "jobs", "show", "logs", "cancel", "retry", "compare", "export", "token", "hosts"}
     assert platform | client <= listed
 
@@ -26,6 +26,17 @@ def test_export_refuses_an_unknown_format_before_calling_the_server() -> None:
     result = CliRunner().invoke(app, ["--url", "http://127.0.0.1:1", "--token", "x", "export", "1", "--format", "xls"])
     assert result.exit_code == 1
     assert "error: --format must be csv or parquet, not 'xls'" in result.output
+
+
+def test_reward_server_refuses_a_device_it_cannot_use_before_loading_anything() -> None:
+    result = CliRunner().invoke(app, ["reward-server", "--reward", "brightness", "--device", "gpu0"])
+    assert result.exit_code == 2
+    assert "error: --device: 'gpu0'; allowed: cpu, cuda, cuda:<index>" in result.output
+
+
+def test_reward_server_refuses_an_unknown_reward_naming_it() -> None:
+    result = CliRunner().invoke(app, ["reward-server", "--reward", "beauty"])
+    assert result.exit_code == 2 and "unknown reward 'beauty'" in result.output
 
 
 def test_the_command_imports_without_any_server_side_module() -> None:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import torch
 
-from tests.rewards.reward_server_harness import RewardServer, reward_server
+from sfumato.cli.reward_server_process import RewardServer, reward_server
 from trainer.rewards.brightness import brightness
 from trainer.rewards.remote import RemoteReward, RemoteRewardError
 from trainer.spec import RewardSpec

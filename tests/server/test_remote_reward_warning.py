@@ -8,7 +8,7 @@ import socket
 import pytest
 from server_harness import Harness
 
-from tests.rewards.reward_server_harness import reward_server
+from sfumato.cli.reward_server_process import reward_server
 
 
 @pytest.fixture

@@ -44,6 +44,14 @@ def test_importing_the_spec_does_not_import_torch() -> None:
         ({"algorithm": {"kl_form": "mse"}}, "algorithm.kl_form"),
         ({"reward": [{"name": "pickscore"}]}, "reward.0.path"),
         ({"reward": [{"name": "brightness", "path": "/tmp"}]}, "reward.0.path"),
+        ({"reward": [{"name": "remote"}]}, "reward.0.url"),
+        ({"reward": [{"name": "remote", "url": "ftp://rewards:21"}]}, "reward.0.url"),
+        ({"reward": [{"name": "remote", "url": "http://user:pw@rewards:8000"}]}, "reward.0.url"),
+        ({"reward": [{"name": "remote", "url": "http://rewards:8000", "batch_size": 0}]}, "reward.0.batch_size"),
+        ({"reward": [{"name": "remote", "url": "http://rewards:8000", "timeout_s": 0}]}, "reward.0.timeout_s"),
+        ({"reward": [{"name": "remote", "url": "http://rewards:8000", "path": "/tmp"}]}, "reward.0.path"),
+        ({"reward": [{"name": "brightness", "retries": 2}]}, "reward.0.retries"),
+        ({"reward": [{"name": "brightness"}, {"name": "colorfulness", "url": "http://r:1"}]}, "reward.1.url"),
         ({"prompts": {"source": "builtin:nothing"}}, "prompts.source"),
         ({"resources": {"devices": 0}}, "resources.devices"),
         ({"surprise": 1}, "surprise"),
@@ -51,6 +59,13 @@ def test_importing_the_spec_does_not_import_torch() -> None:
 )
 def test_bad_field_is_named(data: dict, field: str) -> None:
     assert field in fields_of(data)
+
+
+def test_a_remote_reward_gets_its_defaults_and_other_rewards_none() -> None:
+    spec = parse_spec({"reward": [{"name": "remote", "url": "http://rewards:8000/"}, {"name": "brightness"}]})
+    remote, local = spec.reward
+    assert (remote.url, remote.batch_size, remote.timeout_s, remote.retries) == ("http://rewards:8000", 16, 30.0, 3)
+    assert (local.url, local.batch_size, local.timeout_s, local.retries) == (None, None, None, None)
 
 
 def test_train_timesteps_error_says_what_is_allowed() -> None:

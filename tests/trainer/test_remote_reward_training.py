@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.rewards.reward_server_harness import RewardServer, reward_server, start_reward_server
+from sfumato.cli.reward_server_process import RewardServer, reward_server, start_reward_server
 from tests.trainer.conftest import REPO, read_metrics, tiny_spec, torchrun, write_spec
 
 EIGHT_BIT_ROUNDING = 1 / 510  # brightness of an image rounded to 8 bits moves by at most half a level
