@@ -1,4 +1,4 @@
-"""The states a job and a host can be in, and which job status may follow which.
+"""The states a job, a host and a reward service can be in, and which job or service state may follow which.
 
 StrEnum members are the strings the database stores ("queued", "online", ...), so a stored row and a member
 compare equal and no migration is needed.
@@ -88,4 +88,46 @@ LIVE_STATUS: Mapping[AdminState, HostStatus] = {
     AdminState.ACTIVE: HostStatus.ONLINE,
     AdminState.DRAINING: HostStatus.DRAINING,
     AdminState.DISABLED: HostStatus.DISABLED,
+}
+
+
+class ServiceState(StrEnum):
+    """A reward service's state (server.models.service). Born pending; placed like a job, it holds its devices
+    from `starting` until `stopped` or `failed`."""
+
+    PENDING = "pending"
+    STARTING = "starting"
+    HEALTHY = "healthy"
+    UNHEALTHY = "unhealthy"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+SERVICE_STATES = tuple(ServiceState)
+# A service whose name is taken in its team: every state but the two ends.
+LIVE_SERVICE_STATES = tuple(s for s in ServiceState if s not in (ServiceState.STOPPED, ServiceState.FAILED))
+# A service that holds devices (its worker task runs, or is about to).
+PLACED_SERVICE_STATES = (ServiceState.STARTING, ServiceState.HEALTHY, ServiceState.UNHEALTHY, ServiceState.STOPPING)
+
+# Which state may follow which (`service_status.set_state` refuses the rest).
+# - pending → starting: the scheduler placed it; → stopped: stopped before placement.
+# - starting → healthy: its /healthz answered; → unhealthy: the server died or stopped answering (the worker
+#   restarts it); → pending: its host was lost, its worker restarted, or its task never started; → stopping:
+#   a stop was asked; → failed: it never became healthy in `MAX_FAILED_STARTS` starts in a row.
+# - healthy → unhealthy / pending / stopping, as above.
+# - unhealthy → healthy: its restarted server answered; → pending / stopping / failed, as above.
+# - stopping → stopped: the worker stopped the server and freed its devices (or its host was lost meanwhile).
+SERVICE_TRANSITIONS: Mapping[ServiceState, frozenset[ServiceState]] = {
+    ServiceState.PENDING: frozenset({ServiceState.STARTING, ServiceState.STOPPED}),
+    ServiceState.STARTING: frozenset(
+        {ServiceState.HEALTHY, ServiceState.UNHEALTHY, ServiceState.PENDING, ServiceState.STOPPING, ServiceState.FAILED}
+    ),
+    ServiceState.HEALTHY: frozenset({ServiceState.UNHEALTHY, ServiceState.PENDING, ServiceState.STOPPING}),
+    ServiceState.UNHEALTHY: frozenset(
+        {ServiceState.HEALTHY, ServiceState.PENDING, ServiceState.STOPPING, ServiceState.FAILED}
+    ),
+    ServiceState.STOPPING: frozenset({ServiceState.STOPPED}),
+    ServiceState.STOPPED: frozenset(),
+    ServiceState.FAILED: frozenset(),
 }

@@ -6,17 +6,23 @@ from server.models.base import Base, utcnow
 from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
 from server.models.job import Artifact, Job, JobEvent
+from server.models.service import RewardService
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
 from server.states import (
     ACTIVE_STATES,
     HOST_STATES,
     JOB_STATES,
     JOB_TRANSITIONS,
+    LIVE_SERVICE_STATES,
+    PLACED_SERVICE_STATES,
     PLACED_STATES,
+    SERVICE_STATES,
+    SERVICE_TRANSITIONS,
     TERMINAL_STATES,
     AdminState,
     HostStatus,
     JobStatus,
+    ServiceState,
 )
 
 __all__ = [
@@ -25,9 +31,13 @@ __all__ = [
     "HOST_STATES",
     "JOB_STATES",
     "JOB_TRANSITIONS",
+    "LIVE_SERVICE_STATES",
     "METRIC_BLOCK_STEPS",
+    "PLACED_SERVICE_STATES",
     "PLACED_STATES",
     "ROLES",
+    "SERVICE_STATES",
+    "SERVICE_TRANSITIONS",
     "TERMINAL_STATES",
     "AdminState",
     "Allocation",
@@ -48,7 +58,9 @@ __all__ = [
     "Membership",
     "MetricAttempt",
     "MetricBlock",
+    "RewardService",
     "Sample",
+    "ServiceState",
     "Team",
     "User",
     "utcnow",

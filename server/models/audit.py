@@ -17,6 +17,8 @@ AUDIT_ACTIONS = (
     "experiment.cancel",
     "experiment.retry",
     "experiment.note",
+    "service.create",
+    "service.stop",
     "member.add",
     "member.role",
     "member.remove",

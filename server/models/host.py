@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, false, text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    false,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -48,7 +59,8 @@ class Device(Base):
 
 
 class Allocation(Base):
-    """One device held by one job attempt; `released_at` null means held now.
+    """One device held by one job attempt, or by one generation of a reward service (`service_id` set,
+    `job_id` null; `attempt` is then the service's generation); `released_at` null means held now.
 
     `pool` names the DigenRL pool the device serves (null for a job without pools); `started_at` is when
     this node's trainer started, `exit_code` how it ended: a multi-node attempt's verdict waits for every
@@ -66,10 +78,12 @@ class Allocation(Base):
             postgresql_where=text("released_at IS NULL"),
             sqlite_where=text("released_at IS NULL"),
         ),
+        CheckConstraint("(job_id IS NULL) <> (service_id IS NULL)", name="job_or_service"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    service_id: Mapped[int | None] = mapped_column(ForeignKey("reward_services.id", ondelete="CASCADE"), index=True)
     attempt: Mapped[int] = mapped_column(Integer)
     device_id: Mapped[int] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"))
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
