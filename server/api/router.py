@@ -16,6 +16,7 @@ from server.api.routes import (
     logs,
     metrics,
     samples,
+    services,
     spec,
     teams,
     tokens,
@@ -43,5 +44,6 @@ for module in (
     compare,
     experiments,
     experiment_curves,
+    services,
 ):
     api_router.include_router(module.router)

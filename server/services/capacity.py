@@ -11,7 +11,7 @@ from server.services.hosts import model_matches
 from trainer.spec import JobSpec
 
 
-def _matching_per_host(session: Session, device_type: str, gpu_model: str | None) -> list[int]:
+def matching_per_host(session: Session, device_type: str, gpu_model: str | None) -> list[int]:
     """Enabled devices of the type and model on each host not disabled by an admin, largest first."""
     counts: dict[int, int] = {}
     for host_id, model in session.execute(
@@ -45,7 +45,7 @@ def check_capacity(session: Session, spec: JobSpec) -> None:
     res = spec.resources
     if res.pools is not None:
         for name, pool in (("rollout", res.pools.rollout), ("trainer", res.pools.trainer)):
-            largest = max(_matching_per_host(session, res.device_type, pool.gpu_model), default=0)
+            largest = max(matching_per_host(session, res.device_type, pool.gpu_model), default=0)
             if pool.devices > largest:
                 raise FieldErrors.one(
                     f"resources.pools.{name}.devices",
@@ -53,7 +53,7 @@ def check_capacity(session: Session, spec: JobSpec) -> None:
                     f"the largest registered host has {largest}",
                 )
         return
-    sizes = _matching_per_host(session, res.device_type, res.gpu_model)
+    sizes = matching_per_host(session, res.device_type, res.gpu_model)
     kind = _kind(res.device_type, res.gpu_model)
     largest = sizes[0] if sizes else 0
     if res.devices > largest:

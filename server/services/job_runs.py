@@ -21,6 +21,7 @@ from server.models.host import POOLS
 from server.services.allocations import release_idle_allocations
 from server.services.job_status import set_status
 from server.services.retry_policy import retry_or_fail
+from server.services.service_rewards import trainer_spec
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 from server.states import PLACED_STATES
 
@@ -102,10 +103,16 @@ def start_run(
         set_status(session, job, JobStatus.CANCELLED, "cancelled before it started")
         return None
 
+    spec = trainer_spec(session, job)
+    if spec is None:  # a reward service it names went away between placement and now
+        release_idle_allocations(session, job.id)
+        job.wait_reason = "a reward service it names is not running"
+        set_status(session, job, JobStatus.QUEUED, f"{job.wait_reason}; back to the queue")
+        return None
     run_dir = job_run_dir(artifact_root, job.id)
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     spec_path = run_dir / "spec.json"
-    spec_path.write_text(json.dumps(job.spec, indent=2, sort_keys=True))
+    spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True))
 
     token = None
     if node_rank == 0:  # only global rank 0 reports, and it runs on node 0

@@ -19,6 +19,7 @@ from server.services.job_reads import job_detail
 from server.services.job_status import record_submitted, set_status
 from server.services.remote_reward_warning import remote_reward_warnings
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
+from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room, check_spec_size
 from trainer.spec import JobSpec, parse_spec, spec_errors
 
@@ -38,6 +39,7 @@ def submit_job(
     """Validate, check that some host could run it, store it queued. Nothing is stored on any error."""
     spec = validate_spec(data, settings)
     team = team_for_submission(caller, team_name)
+    check_service_rewards(session, spec, team.team_id, team.team_name)
     check_capacity(session, spec)
     check_queue_room(session, caller.user_id, team.team_id, settings)
     job = add_job(session, caller, spec, team.team_id)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.models import Allocation, Device, Host, HostStatus, Job, JobStatus, Team
+from server.models import Allocation, Device, Host, HostStatus, Job, JobStatus, RewardService, Team
 from server.models.host import POOLS
 from server.services.hosts import model_matches
 from server.services.job_status import set_status
@@ -23,6 +23,8 @@ from server.services.placement import (
     wait_reason,
     without_hosts,
 )
+from server.services.service_placement import ServiceTask, healthy_services, place_pending_services
+from server.services.service_rewards import missing_service_reason
 
 
 @dataclass(frozen=True)
@@ -43,17 +45,21 @@ class NodeTask:
 class Placed:
     tasks: list[NodeTask] = field(default_factory=list)
     waiting: dict[int, str] = field(default_factory=dict)  # job id → why it waits
+    services: list[ServiceTask] = field(default_factory=list)
 
 
 def place_queued_jobs(session: Session) -> Placed:
     """Place queued jobs by priority, then age. The first job that cannot start (the head) claims the hosts
     it will start on; a later job is placed (backfilled) only on devices outside that claim, so it never
-    delays the head. A job held back by its team's quota claims nothing: it could not start anyway."""
+    delays the head. A job held back by its team's quota, or waiting for a reward service to be healthy, claims
+    nothing: it could not start anyway. Pending reward services are placed first."""
     done = Placed()
     hosts = {h.id: h for h in session.scalars(select(Host).where(Host.status == HostStatus.ONLINE))}
     busy, held_whole = _held_hosts(session)
     free = without_hosts(_free_devices(session), held_whole)
     usage = _team_usage(session)
+    done.services = place_pending_services(session, free, hosts, usage)
+    healthy = healthy_services(session)
     quotas = {
         team.id: (team.name, team.max_devices)
         for team in session.scalars(select(Team).where(Team.max_devices.is_not(None)))
@@ -76,7 +82,7 @@ def place_queued_jobs(session: Session) -> Placed:
         return capacities[(device_type, gpu_model)]
 
     for job in queued:
-        reason = _quota_reason(job, usage, quotas)
+        reason = missing_service_reason(job, healthy) or _quota_reason(job, usage, quotas)
         placement: list[PlacedNode] = []
         if reason is None:
             usable = for_job(job, free, busy)
@@ -143,13 +149,14 @@ def _free_devices(session: Session) -> FreeByHost:
 
 
 def _held_hosts(session: Session) -> tuple[set[int], set[int]]:
-    """Hosts where a device is in use now, and those of them an exclusive job holds."""
+    """Hosts where a device is in use now (by a job or a reward service), and those of them an exclusive job
+    holds."""
     live = session.execute(
         select(Allocation.host_id, Job.spec)
-        .join(Job, Job.id == Allocation.job_id)
+        .outerjoin(Job, Job.id == Allocation.job_id)
         .where(Allocation.released_at.is_(None))
     ).all()
-    return {host_id for host_id, _ in live}, {host_id for host_id, spec in live if exclusive(spec)}
+    return {host_id for host_id, _ in live}, {host_id for host_id, spec in live if spec and exclusive(spec)}
 
 
 def _host_capacity(session: Session, device_type: str, gpu_model: str | None) -> dict[int, int]:
@@ -166,15 +173,18 @@ def _host_capacity(session: Session, device_type: str, gpu_model: str | None) ->
 
 
 def _team_usage(session: Session) -> dict[int, int]:
-    """Devices each team's jobs hold now."""
-    return dict(
-        session.execute(
-            select(Job.team_id, func.count(Allocation.id))
-            .join(Allocation, Allocation.job_id == Job.id)
-            .where(Allocation.released_at.is_(None), Job.team_id.is_not(None))
-            .group_by(Job.team_id)
-        ).all()
-    )
+    """Devices each team's jobs and reward services hold now."""
+    usage: dict[int, int] = {}
+    for owner in (Job, RewardService):
+        held_by = Allocation.job_id if owner is Job else Allocation.service_id
+        for team_id, count in session.execute(
+            select(owner.team_id, func.count(Allocation.id))
+            .join(Allocation, held_by == owner.id)
+            .where(Allocation.released_at.is_(None), owner.team_id.is_not(None))
+            .group_by(owner.team_id)
+        ):
+            usage[team_id] = usage.get(team_id, 0) + count
+    return usage
 
 
 def _quota_reason(job: Job, usage: dict[int, int], quotas: dict[int, tuple[str, int]]) -> str | None:

@@ -25,17 +25,19 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import get_settings
 from server.db import session_scope
-from server.models import Job, JobStatus
+from server.models import Allocation, Job, JobStatus, RewardService, ServiceState, utcnow
 from server.services.allocations import release_allocations
 from server.services.job_status import set_status
 from server.services.placement_pass import NodeTask, place_queued_jobs
 from server.services.reconcile import reconcile
 from server.services.scheduler_wakeup import SchedulerWakeup
+from server.services.service_placement import ServiceTask, reconcile_services
+from server.services.service_state import set_state
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +53,10 @@ class PassReport:
     lost_hosts: list[str] = field(default_factory=list)
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    services: list[ServiceTask] = field(default_factory=list)
 
 
-Dispatch = Callable[[NodeTask], None]
+Dispatch = Callable[[NodeTask | ServiceTask], None]
 
 
 def _only_pass_running(session: Session) -> bool:
@@ -76,9 +79,11 @@ def schedule_once(
         if not _only_pass_running(session):
             return report
         reconciled = reconcile(session, lost_after_seconds, scheduled_timeout_seconds)
+        reconcile_services(session, scheduled_timeout_seconds)
         placed = place_queued_jobs(session)
     report.lost_hosts, report.requeued, report.failed = reconciled.lost_hosts, reconciled.requeued, reconciled.failed
-    report.placed, report.waiting = placed.tasks, placed.waiting
+    report.placed, report.waiting, report.services = placed.tasks, placed.waiting, placed.services
+    _dispatch_services(factory, dispatch, report)
     undelivered: dict[int, str] = {}
     for task in report.placed:
         if task.job_id in undelivered:
@@ -98,6 +103,31 @@ def schedule_once(
                     set_status(session, job, JobStatus.QUEUED, reason)
         report.placed = [t for t in report.placed if t.job_id not in undelivered]
     return report
+
+
+def _dispatch_services(factory: sessionmaker[Session], dispatch: Dispatch, report: PassReport) -> None:
+    """Send each placed service's task; one the broker did not take goes back to pending, its devices freed."""
+    undelivered: dict[int, str] = {}
+    for task in report.services:
+        try:
+            dispatch(task)
+        except Exception as exc:  # the broker is away
+            log.exception("could not send service %s to %s", task.service_id, task.queue)
+            undelivered[task.service_id] = f"could not reach the broker for {task.queue}: {exc}"
+    if not undelivered:
+        return
+    with session_scope(factory) as session:
+        for service_id, reason in undelivered.items():
+            service = session.get(RewardService, service_id, with_for_update=True)
+            if service is None or service.state != ServiceState.STARTING:
+                continue
+            for allocation in session.scalars(
+                select(Allocation).where(Allocation.service_id == service_id, Allocation.released_at.is_(None))
+            ):
+                allocation.released_at = utcnow()
+            set_state(session, service, ServiceState.PENDING)
+            service.wait_reason = reason
+    report.services = [t for t in report.services if t.service_id not in undelivered]
 
 
 def run_scheduler(

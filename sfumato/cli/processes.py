@@ -172,6 +172,7 @@ def scheduler() -> None:
     from server.services.placement_pass import NodeTask
     from server.services.scheduler import RUN_JOB_TASK, run_scheduler
     from server.services.scheduler_wakeup import SchedulerWakeup
+    from server.services.service_placement import RUN_SERVICE_TASK, ServiceTask
     from worker.celery_app import app as celery_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s scheduler %(levelname)s %(message)s")
@@ -184,8 +185,9 @@ def scheduler() -> None:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    def dispatch(task: NodeTask) -> None:
-        celery_app.send_task(RUN_JOB_TASK, kwargs=task.task_kwargs(), queue=task.queue)
+    def dispatch(task: NodeTask | ServiceTask) -> None:
+        name = RUN_SERVICE_TASK if isinstance(task, ServiceTask) else RUN_JOB_TASK
+        celery_app.send_task(name, kwargs=task.task_kwargs(), queue=task.queue)
 
     run_scheduler(
         get_sessionmaker(),

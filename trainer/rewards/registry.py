@@ -25,7 +25,7 @@ from trainer.rewards.orange_background import orange_background
 from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
 from trainer.rewards.remote import RemoteReward
-from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, RewardSpec, SpecError
+from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, SERVICE_REWARD, RewardSpec, SpecError
 
 RewardOutput = torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]
 RewardFn = Callable[[torch.Tensor, list[str]], RewardOutput]
@@ -60,6 +60,8 @@ def make_reward(name: str, path: str | None, device: torch.device) -> RewardFn:
         if point.name == name:
             factory: RewardFactory = point.load()
             return factory(path, device)
+    if name == SERVICE_REWARD:
+        raise ValueError("reward.name: a 'service' reward is resolved by the platform when it starts the job")
     raise ValueError(f"reward.name: unknown reward {name!r}")
 
 

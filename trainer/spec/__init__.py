@@ -16,6 +16,7 @@ from trainer.spec.base import (
     PIXEL_REWARDS,
     REMOTE_REWARD,
     REWARD_ENTRY_POINT_GROUP,
+    SERVICE_REWARD,
     SpecError,
     known_rewards,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "PIXEL_REWARDS",
     "REMOTE_REWARD",
     "REWARD_ENTRY_POINT_GROUP",
+    "SERVICE_REWARD",
     "AlgorithmSpec",
     "CheckpointSpec",
     "DigenrlOptions",

@@ -25,6 +25,8 @@ PIXEL_REWARDS = (
 )
 MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
 REMOTE_REWARD = "remote"  # scored by a reward server over HTTP (docs/rewards.md)
+# A reward service of the job's team, by name: the platform turns it into a remote reward at its URL at dispatch.
+SERVICE_REWARD = "service"
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -92,4 +94,4 @@ def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
 def known_rewards() -> set[str]:
     """Built-in rewards, the remote one, plus third-party ones registered as entry points."""
     plugins = {ep.name for ep in entry_points(group=REWARD_ENTRY_POINT_GROUP)}
-    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | {REMOTE_REWARD} | plugins
+    return set(PIXEL_REWARDS) | set(MODEL_REWARDS) | {REMOTE_REWARD, SERVICE_REWARD} | plugins

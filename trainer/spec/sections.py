@@ -12,6 +12,7 @@ from trainer.spec.base import (
     MODEL_REWARDS,
     PIXEL_REWARDS,
     REMOTE_REWARD,
+    SERVICE_REWARD,
     Section,
     SpecError,
     SpecProblems,
@@ -51,6 +52,13 @@ class RewardSpec(Section):
         description=f"remote: further tries of a failed request, with exponential backoff (default "
         f"{REMOTE_DEFAULTS['retries']})",
     )
+    service: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="service: the name of a reward service of the job's team (POST /api/v1/services); the "
+        "platform scores through it as a remote reward at the service's URL",
+    )
 
     @field_validator("name")
     @classmethod
@@ -87,10 +95,19 @@ class RewardSpec(Section):
             for field, default in REMOTE_DEFAULTS.items():
                 if getattr(self, field) is None:
                     setattr(self, field, default)
+        elif self.name == SERVICE_REWARD:
+            if self.service is None:
+                problems.add("service", "the service reward names a reward service of your team, e.g. 'pickscore-a'")
+            if self.path is not None:
+                problems.add("path", "the reward service loads the weights; the service reward takes only its name")
+            if self.url is not None:
+                problems.add("url", "the platform gives the service's URL; name the service only")
         else:
             for field in REMOTE_OPTIONS:
                 if getattr(self, field) is not None:
                     problems.add(field, f"only the {REMOTE_REWARD!r} reward takes {field}, not {self.name!r}")
+        if self.name != SERVICE_REWARD and self.service is not None:
+            problems.add("service", f"only the {SERVICE_REWARD!r} reward takes service, not {self.name!r}")
         problems.raise_all()
         return self
 

@@ -1,0 +1,98 @@
+"""The one definition of a reward service's figures: request and image rates, latency percentiles, errors,
+and the jobs using it. The API, the Services page, the CLI and the client all show what this computes.
+
+The worker scrapes the reward server's /metrics (worker.service_metrics) and stores the last two scrapes on
+the service row, each as `{"launch", "scraped_at", "requests", "images", "errors", "latency_buckets"}`, the
+buckets as cumulative `[upper bound, count]` pairs with "+Inf" last, as Prometheus exposes a histogram.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.models import ACTIVE_STATES, LIVE_SERVICE_STATES, Job, RewardService
+from server.schemas.services import ServiceFigures, ServiceJob
+from trainer.spec import SERVICE_REWARD
+
+
+def figures(latest: dict[str, Any] | None, previous: dict[str, Any] | None) -> ServiceFigures:
+    """Totals from the last scrape (the server's counters since it last started), rates over the interval
+    between the last two scrapes of the same launch, percentiles from the latency histogram."""
+    if not latest:
+        return ServiceFigures(
+            requests=0,
+            images=0,
+            errors=0,
+            request_rate=None,
+            images_per_s=None,
+            latency_p50_s=None,
+            latency_p99_s=None,
+            scraped_at=None,
+        )
+    buckets = [(float(bound), float(count)) for bound, count in latest.get("latency_buckets", [])]
+    request_rate = images_per_s = None
+    if previous and previous.get("launch") == latest.get("launch"):
+        seconds = (_when(latest) - _when(previous)).total_seconds()
+        if seconds > 0:
+            request_rate = max(0.0, (latest["requests"] - previous["requests"]) / seconds)
+            images_per_s = max(0.0, (latest["images"] - previous["images"]) / seconds)
+    return ServiceFigures(
+        requests=int(latest["requests"]),
+        images=int(latest["images"]),
+        errors=int(latest["errors"]),
+        request_rate=request_rate,
+        images_per_s=images_per_s,
+        latency_p50_s=histogram_quantile(0.5, buckets),
+        latency_p99_s=histogram_quantile(0.99, buckets),
+        scraped_at=_when(latest),
+    )
+
+
+def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
+    """The q-quantile of a cumulative histogram, interpolated linearly inside its bucket as Prometheus's
+    histogram_quantile does (prometheus/promql/quantile.go): the lowest bucket's lower bound is 0, and a rank
+    in the +Inf bucket answers the highest finite bound. None without observations."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if math.isinf(bound):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+def jobs_using(session: Session, services: Sequence[RewardService]) -> dict[int, list[ServiceJob]]:
+    """Queued, scheduled and running jobs of each live service's team whose spec names it, by service id (a
+    stopped service's name may already belong to a new one)."""
+    out: dict[int, list[ServiceJob]] = {service.id: [] for service in services}
+    by_key = {(s.team_id, s.name): s.id for s in services if s.state in LIVE_SERVICE_STATES}
+    teams = {s.team_id for s in services}
+    if not services:
+        return out
+    rows = session.execute(
+        select(Job.id, Job.name, Job.status, Job.team_id, Job.spec)
+        .where(Job.status.in_(ACTIVE_STATES), Job.team_id.in_([t for t in teams if t is not None]))
+        .order_by(Job.id)
+    )
+    for job_id, name, status, team_id, spec in rows:
+        for entry in spec.get("reward") or []:
+            service_id = by_key.get((team_id, entry.get("service"))) if entry.get("name") == SERVICE_REWARD else None
+            if service_id is not None:
+                out[service_id].append(ServiceJob(id=job_id, name=name, status=status))
+    return out
+
+
+def _when(scrape: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(scrape["scraped_at"])

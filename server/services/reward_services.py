@@ -1,0 +1,210 @@
+"""Creating, listing, reading and stopping reward services, for the API, the pages, the CLI and the client.
+
+A service belongs to a team and follows the jobs' visibility rules (services.scoping): another team's
+service is not found, never forbidden. Placing, starting and health are the scheduler's and the worker's
+(services.service_placement, services.service_runs)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from server.config import Settings
+from server.models import LIVE_SERVICE_STATES, Allocation, Device, Job, RewardService, ServiceState, User
+from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
+from server.services import audit
+from server.services.auth import Caller, authenticate_api_token
+from server.services.capacity import matching_per_host
+from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound, Unauthorized
+from server.services.reward_service_figures import figures, jobs_using
+from server.services.scheduler_wakeup import wake_scheduler
+from server.services.scoping import ensure_writer, team_for_submission, team_role
+from server.services.service_state import set_state
+from server.services.tokens import JOB_TOKEN_PREFIX, hash_token
+from trainer.spec import SERVICE_REWARD, RewardSpec, spec_errors
+
+
+def create_service(session: Session, caller: Caller, data: ServiceCreate, settings: Settings) -> ServiceOut:
+    """Check the reward as a job's reward is checked, and that some host could hold the devices; store it
+    pending for the scheduler. Nothing is stored on any error."""
+    team = team_for_submission(caller, data.team)
+    _check_reward(data, settings)
+    largest = max(matching_per_host(session, data.device_type, None), default=None)
+    if largest is not None and data.devices > largest:
+        raise FieldErrors.one(
+            "devices", f"asks for {data.devices} {data.device_type} devices on one host; the largest has {largest}"
+        )
+    if _live_named(session, team.team_id, data.name) is not None:
+        raise FieldErrors.one("name", f"team {team.team_name!r} already has a live service named {data.name!r}")
+    service = RewardService(
+        name=data.name,
+        team_id=team.team_id,
+        reward=data.reward,
+        path=data.path,
+        device_type=data.device_type,
+        devices=data.devices,
+        state=ServiceState.PENDING,
+        created_by_id=caller.user_id,
+    )
+    session.add(service)
+    try:
+        session.flush()
+    except IntegrityError as exc:  # the same name created at the same moment
+        session.rollback()
+        raise FieldErrors.one(
+            "name", f"team {team.team_name!r} already has a live service named {data.name!r}"
+        ) from exc
+    audit.record(session, "service.create", caller, team_id=team.team_id, detail=f"{service.name} ({service.reward})")
+    wake_scheduler(session)
+    session.commit()
+    return service_detail(session, caller, service.id)
+
+
+def _check_reward(data: ServiceCreate, settings: Settings) -> None:
+    """The reward name and weights path, by trainer.spec's rules for a job's reward entry."""
+    if data.reward == SERVICE_REWARD:
+        raise FieldErrors.one("reward", "a service serves a reward; it cannot serve another service")
+    try:
+        RewardSpec.model_validate(
+            {"name": data.reward, "path": data.path}, context={"path_roots": settings.resolved_path_roots()}
+        )
+    except ValueError as exc:
+        errors = spec_errors(exc)
+        raise FieldErrors(
+            [{"field": "reward" if e["field"] == "name" else e["field"], "message": e["message"]} for e in errors]
+        ) from exc
+
+
+def _live_named(session: Session, team_id: int | None, name: str) -> RewardService | None:
+    return session.scalar(
+        select(RewardService).where(
+            RewardService.team_id == team_id,
+            RewardService.name == name,
+            RewardService.state.in_(LIVE_SERVICE_STATES),
+        )
+    )
+
+
+def _scoped(caller: Caller) -> Select[tuple[RewardService]]:
+    query = select(RewardService)
+    if not caller.is_admin:
+        query = query.where(RewardService.team_id.in_(caller.team_ids))
+    return query
+
+
+def get_visible_service(session: Session, caller: Caller, service_id: int) -> RewardService:
+    """The service if one of the caller's teams owns it (server admins: any); else not found."""
+    service = session.scalar(_scoped(caller).where(RewardService.id == service_id))
+    if service is None:
+        raise NotFound(f"service {service_id} not found")
+    return service
+
+
+def list_services(
+    session: Session, caller: Caller, *, live_only: bool = False, limit: int = 50, offset: int = 0
+) -> ServicePage:
+    """Newest first, within the caller's teams; `total` counts every match, not just this page."""
+    query = _scoped(caller)
+    if live_only:
+        query = query.where(RewardService.state.in_(LIVE_SERVICE_STATES))
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    services = session.scalars(
+        query.options(selectinload(RewardService.team), selectinload(RewardService.host))
+        .order_by(RewardService.id.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return ServicePage(items=_out(session, list(services)), total=total, limit=limit, offset=offset)
+
+
+def service_detail(session: Session, caller: Caller, service_id: int) -> ServiceOut:
+    return _out(session, [get_visible_service(session, caller, service_id)])[0]
+
+
+def stop_service(session: Session, caller: Caller, service_id: int) -> ServiceOut:
+    """Pending → stopped at once; placed → stopping, and its worker stops the server and frees the devices.
+    A team's admins stop any of its services, a member those they created."""
+    service = get_visible_service(session, caller, service_id)
+    _ensure_can_stop(caller, service)
+    service = session.get(RewardService, service_id, with_for_update=True, populate_existing=True)
+    assert service is not None
+    if service.state not in LIVE_SERVICE_STATES or service.state == ServiceState.STOPPING:
+        session.rollback()
+        raise Conflict(f"service {service.name!r} is already {service.state}")
+    service.stop_requested = True
+    set_state(
+        session, service, ServiceState.STOPPED if service.state == ServiceState.PENDING else ServiceState.STOPPING
+    )
+    audit.record(session, "service.stop", caller, team_id=service.team_id, detail=service.name)
+    session.commit()
+    return service_detail(session, caller, service_id)
+
+
+def _ensure_can_stop(caller: Caller, service: RewardService) -> None:
+    ensure_writer(caller)
+    if caller.is_admin:
+        return
+    role = team_role(caller, service.team_id)
+    if role == "admin" or (role == "member" and service.created_by_id == caller.user_id):
+        return
+    raise Forbidden(f"role {role!r} cannot stop this service; ask an admin of the team")
+
+
+def authorize_caller(session: Session, service_id: int, token: str | None) -> None:
+    """The reward server's --auth-url check: a job token of a live job of the service's team, or a user token
+    of a member of that team (server admins: any). Unknown service → NotFound; anyone else → Forbidden."""
+    service = session.get(RewardService, service_id)
+    if service is None:
+        raise NotFound(f"service {service_id} not found")
+    if not token:
+        raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+    if token.startswith(JOB_TOKEN_PREFIX):
+        team_id = session.scalar(select(Job.team_id).where(Job.token_hash == hash_token(token)))
+        if team_id is None or team_id != service.team_id:
+            raise Forbidden(f"this job may not use service {service_id}")
+        return
+    user = authenticate_api_token(session, token)
+    if not user.is_admin and service.team_id not in user.team_ids:
+        raise Forbidden(f"you may not use service {service_id}")
+
+
+def _out(session: Session, services: list[RewardService]) -> list[ServiceOut]:
+    ids = [s.id for s in services]
+    devices: dict[int, list[int]] = {service_id: [] for service_id in ids}
+    for service_id, index in session.execute(
+        select(Allocation.service_id, Device.index)
+        .join(Device, Device.id == Allocation.device_id)
+        .where(Allocation.service_id.in_(ids), Allocation.released_at.is_(None))
+        .order_by(Allocation.device_id)
+    ):
+        devices[service_id].append(index)
+    creator_ids = {s.created_by_id for s in services if s.created_by_id is not None}
+    creators = dict(session.execute(select(User.id, User.username).where(User.id.in_(creator_ids))).tuples().all())
+    using = jobs_using(session, services)
+    return [
+        ServiceOut(
+            id=s.id,
+            name=s.name,
+            team=s.team.name if s.team else None,
+            reward=s.reward,
+            path=s.path,
+            device_type=s.device_type,
+            devices=s.devices,
+            state=s.state,
+            host=s.host.name if s.host and s.state != ServiceState.PENDING else None,
+            device_indices=devices[s.id],
+            url=s.url,
+            restarts=s.restarts,
+            wait_reason=s.wait_reason,
+            error=s.error,
+            last_health_at=s.last_health_at,
+            created_by=creators.get(s.created_by_id) if s.created_by_id is not None else None,
+            created_at=s.created_at,
+            started_at=s.started_at,
+            stopped_at=s.stopped_at,
+            figures=figures(s.metrics, s.previous_metrics),
+            jobs=using[s.id],
+        )
+        for s in services
+    ]
