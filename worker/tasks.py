@@ -10,10 +10,12 @@ from sqlalchemy.orm import Session
 
 from server.config import get_settings
 from server.db import session_scope
-from server.services import job_runs
+from server.services import job_runs, service_runs
+from server.services.tokens import new_token
 from worker.celery_app import app
-from worker.host_agent import SHUTDOWN, host_name
+from worker.host_agent import SHUTDOWN, host_address, host_name
 from worker.launch import torchrun_argv, trainer_env
+from worker.service_supervisor import ServiceLaunch, ServiceSupervisor
 from worker.supervisor import Outcome, supervise
 from worker.transactions import write_when_database_answers
 
@@ -64,4 +66,52 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
         )
 
     status = write_when_database_answers(finish, f"finishing {what}", give_up_after_seconds=None, stop=SHUTDOWN)
+    return status or "unchanged"
+
+
+SERVICE_TOKEN_PREFIX = "sfs_"
+
+
+@app.task(name="worker.run_service")
+def run_service(service_id: int, generation: int) -> str:
+    """Run one generation of a reward service until it is stopped, fails, or the worker shuts down; returns the
+    service's state afterwards."""
+    settings = get_settings()
+    host = host_name(settings)
+    what = f"service {service_id} generation {generation}"
+    plan = write_when_database_answers(
+        lambda session: service_runs.start_service(
+            session, service_id, generation, host, settings.resolved_artifact_root()
+        ),
+        f"starting {what}",
+        give_up_after_seconds=START_GIVE_UP_SECONDS,
+        stop=SHUTDOWN,
+    )
+    if plan is None:
+        log.info("%s is not current on %s; nothing to run", what, host)
+        return "skipped"
+    launch = ServiceLaunch(
+        python=settings.trainer_python or sys.executable,
+        auth_url=f"{settings.public_url.rstrip('/')}/api/v1/services/{service_id}/caller",
+        bind_host=host_address(),
+        token=new_token(SERVICE_TOKEN_PREFIX),
+        grace_seconds=settings.cancel_grace_seconds,
+    )
+    try:
+        stopped_for = ServiceSupervisor(plan, launch, os.environ, session_scope, SHUTDOWN).run()
+    except OSError as exc:  # the server could not even start
+        log.error("%s could not start: %s", what, exc)
+        stopped_for, why = None, f"could not start: {exc}"
+        write_when_database_answers(
+            lambda session: service_runs.mark_died(session, service_id, generation, why, [], was_healthy=False),
+            f"recording {what}",
+            give_up_after_seconds=None,
+            stop=SHUTDOWN,
+        )
+    status = write_when_database_answers(
+        lambda session: service_runs.finish_service(session, service_id, generation, stopped_for),
+        f"finishing {what}",
+        give_up_after_seconds=None,
+        stop=SHUTDOWN,
+    )
     return status or "unchanged"
