@@ -29,6 +29,7 @@ from sfumato.models import (
     MetricSeries,
     Sample,
 )
+from sfumato.reward_services import RewardService
 
 __all__ = [
     "APIError",
@@ -50,6 +51,7 @@ __all__ = [
     "MissingDependency",
     "NotFound",
     "PermissionDenied",
+    "RewardService",
     "Sample",
     "ServerError",
     "SfumatoError",

@@ -21,6 +21,7 @@ from sfumato.config import resolve_credentials
 from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
 from sfumato.experiment_client import ExperimentCalls
 from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
+from sfumato.reward_services import RewardService
 from sfumato.specfile import apply_overrides, read_spec_file
 
 if TYPE_CHECKING:
@@ -260,6 +261,35 @@ class Client(ExperimentCalls):
     def hosts(self) -> list[Host]:
         """Worker hosts with their devices and which job holds each."""
         return [Host.model_validate(item) for item in self._get("/hosts")["items"]]
+
+    # -- reward services ----------------------------------------------------------------------------
+
+    def services(self, *, live: bool = False, limit: int = 50, offset: int = 0) -> list[RewardService]:
+        """Reward services of the token's teams, newest first (`live`: not stopped or failed), each with its
+        host, devices, request rate, latency p50/p99, errors and the jobs using it."""
+        page = self._get("/services", live=live or None, limit=limit, offset=offset)
+        return [RewardService.model_validate(item) for item in page["items"]]
+
+    def service(self, service_id: int) -> RewardService:
+        return RewardService.model_validate(self._get(f"/services/{service_id}"))
+
+    def create_service(
+        self,
+        name: str,
+        reward: str,
+        *,
+        path: str | None = None,
+        devices: int = 1,
+        device_type: str = "cuda",
+        team: str | None = None,
+    ) -> RewardService:
+        """A reward server the platform places, starts and health-checks; jobs of the team name it with
+        `{"name": "service", "service": name}` in their reward list."""
+        body = {"name": name, "reward": reward, "path": path, "devices": devices, "device_type": device_type}
+        return RewardService.model_validate(self._post("/services", json=body | ({"team": team} if team else {})))
+
+    def stop_service(self, service_id: int) -> RewardService:
+        return RewardService.model_validate(self._post(f"/services/{service_id}/stop"))
 
     def tokens(self) -> list[ApiToken]:
         """The caller's API tokens (without their secrets)."""

@@ -1,5 +1,6 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server) and the
-client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment)."""
+client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment,
+service)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, experiments, jobs, processes, reward_server
+from sfumato.cli import account, experiments, jobs, processes, reward_server, services
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -41,3 +42,4 @@ for command in JOB_COMMANDS:
 app.add_typer(account.token_app, name="token", rich_help_panel="Client")
 app.add_typer(experiments.experiment_app, name="experiment", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
+app.add_typer(services.service_app, name="service", rich_help_panel="Client")
