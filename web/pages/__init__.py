@@ -20,6 +20,7 @@ from web.pages import (
     hosts,
     job_detail,
     jobs,
+    services,
     side_by_side,
     submit,
     teams,
@@ -41,7 +42,7 @@ VENDOR = {
 router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
 for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, compare, experiment_form, experiments,
-               hosts, account, teams):  # fmt: skip
+               hosts, services, account, teams):  # fmt: skip
     router.include_router(module.router)
 
 
