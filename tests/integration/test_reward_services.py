@@ -1,0 +1,118 @@
+"""End to end on real processes (server, scheduler, Celery worker, torchrun, `sfumato reward-server`): a reward
+service serving `brightness` is placed on a CPU slot and becomes healthy, two tiny-model jobs share it and
+succeed, the Services API shows its request counts, a killed server is restarted, and a stop frees its device."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from platform_harness import TINY_SPEC, Platform
+
+pytestmark = pytest.mark.slow
+
+DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "services.png"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def service_job(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(TINY_SPEC.read_text())
+    spec["name"] = name
+    spec["algorithm"].update(total_steps=2)
+    spec["reward"] = [{"name": "service", "service": "bright", "weight": 1.0, "batch_size": 4}]
+    spec["samples"] = {"every": 2, "count": 1}
+    spec["checkpoint"] = {"every": 0}
+    return spec
+
+
+def server_pids(service_id: int) -> list[int]:
+    """Live `reward-server` processes of the service (its caller-check URL names it)."""
+    marker = f"/api/v1/services/{service_id}/caller"
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "reward-server" in cmdline and marker in cmdline and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def screenshot_services_page(platform: Platform, service_id: int) -> None:
+    """docs/images/services.png: the Services page at 1280 px with the service's figures (the closing note's
+    evidence); skipped without Chromium."""
+    if not CHROMIUM.exists():
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{platform.url}/login")
+        page.fill("input[name=token]", platform.token)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{platform.url}/jobs")
+        page.goto(f"{platform.url}/services")
+        page.click(f"#service-{service_id} summary")
+        DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_IMAGE), full_page=True)
+        browser.close()
+
+
+def test_two_jobs_share_a_reward_service_that_restarts_when_killed_and_frees_its_device_when_stopped(
+    start_platform: Callable[[str, str], Platform], postgres_url: str, redis_url: str
+):
+    platform = start_platform(postgres_url, redis_url)
+    with platform.client() as http:
+        created = http.post(
+            "/api/v1/services", json={"name": "bright", "reward": "brightness", "devices": 1, "device_type": "cpu"}
+        )
+        assert created.status_code == 201, created.text
+        service_id = created.json()["id"]
+        jobs = [platform.submit(service_job(f"shared-{i}")) for i in (1, 2)]
+
+        def service() -> dict[str, Any]:
+            return dict(http.get(f"/api/v1/services/{service_id}").json())
+
+        healthy = platform.wait_for("the service to be healthy", lambda: service()["state"] == "healthy" and service())
+        assert healthy["host"] == platform.host_name and len(healthy["device_indices"]) == 1
+        assert {j["id"] for j in healthy["jobs"]} == set(jobs)
+
+        for job_id in jobs:
+            done = platform.wait_status(job_id, ("succeeded", "failed", "cancelled"), timeout=240)
+            assert done["status"] == "succeeded", f"{done['error']}\n{platform.output()}"
+            rewards = http.get(f"/api/v1/jobs/{job_id}/metrics", params={"keys": "reward/mean"}).json()["series"]
+            assert rewards and rewards[0]["steps"] == [1, 2]
+
+        figures = platform.wait_for(
+            "the service's figures to count both jobs' requests",
+            lambda: (f := service()["figures"])["requests"] >= 4 and f["latency_p50_s"] is not None and f,
+            timeout=30,
+        )
+        assert figures["images"] >= 2 * 2 * 8 and figures["errors"] == 0
+        screenshot_services_page(platform, service_id)
+
+        [pid] = server_pids(service_id)
+        os.kill(pid, signal.SIGKILL)
+        restarted = platform.wait_for(
+            "the killed server to be restarted",
+            lambda: (s := service())["restarts"] == 1 and s["state"] == "healthy" and s,
+            timeout=90,
+        )
+        assert restarted["url"] == healthy["url"], "a restart moved the service to another URL"
+
+        assert http.post(f"/api/v1/services/{service_id}/stop").status_code == 200
+        platform.wait_for("the service to stop", lambda: service()["state"] == "stopped", timeout=60)
+        hosts = http.get("/api/v1/hosts").json()["items"]
+    ours = next(h for h in hosts if h["name"] == platform.host_name)
+    assert not any(d["busy"] for d in ours["devices"]), "the stopped service still holds its device"
+    assert not server_pids(service_id)
