@@ -180,7 +180,10 @@ def _out(session: Session, services: list[RewardService]) -> list[ServiceOut]:
     ):
         devices[service_id].append(index)
     creator_ids = {s.created_by_id for s in services if s.created_by_id is not None}
-    creators = dict(session.execute(select(User.id, User.username).where(User.id.in_(creator_ids))).tuples().all())
+    creators: dict[int, str] = {
+        user_id: name
+        for user_id, name in session.execute(select(User.id, User.username).where(User.id.in_(creator_ids)))
+    }
     using = jobs_using(session, services)
     return [
         ServiceOut(

@@ -33,6 +33,7 @@ PAGES: dict[str, Callable[[Live], str]] = {
     "experiments": lambda live: "/experiments",
     "experiment new": lambda live: f"/experiments/new?from={live.world.running.id}",
     "hosts": lambda live: "/hosts",
+    "services": lambda live: "/services",
     "settings": lambda live: "/settings",
     "teams": lambda live: "/teams",
     "team": lambda live: "/teams/1",
@@ -106,6 +107,10 @@ def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its
         if name.startswith("experiment"):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{name.replace(' ', '-')}-{width}.png"), full_page=True)
+        if name == "services":
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.click("#service-1 summary")
+            page.screenshot(path=str(SCREENSHOTS / f"services-{width}.png"))
         if name == "compare":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"compare-{width}.png"))

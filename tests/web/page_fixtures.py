@@ -32,6 +32,7 @@ from server.models import (
     JobEvent,
     LogLine,
     Membership,
+    RewardService,
     Sample,
     Team,
     User,
@@ -216,6 +217,46 @@ def add_history(session: Session, job: Job) -> None:
     )
 
 
+def add_services(session: Session, creator: User, team: Team, device: Device) -> None:
+    """A healthy reward service holding `device`, with two scrapes of its metrics, and one waiting for devices."""
+    now = utcnow()
+    buckets = [["0.01", 10.0], ["0.025", 90.0], ["0.05", 118.0], ["0.1", 120.0], ["+Inf", 120.0]]
+    earlier = {"launch": 1, "scraped_at": (now - timedelta(seconds=2)).isoformat(), "requests": 100, "images": 1600}
+    healthy = RewardService(
+        name="pickscore-a",
+        team_id=team.id,
+        reward="pickscore",
+        path="/models/pickscore",
+        device_type="cuda",
+        devices=1,
+        state="healthy",
+        generation=1,
+        host_id=device.host_id,
+        url="http://10.0.0.11:41234",
+        restarts=1,
+        last_health_at=now,
+        created_by_id=creator.id,
+        started_at=now - timedelta(minutes=20),
+        metrics={"launch": 1, "scraped_at": now.isoformat(), "requests": 120, "images": 1920, "errors": 1,
+                 "latency_buckets": buckets},
+        previous_metrics=earlier | {"errors": 1, "latency_buckets": buckets},
+    )  # fmt: skip
+    waiting = RewardService(
+        name="hpsv2-large",
+        team_id=team.id,
+        reward="hpsv2",
+        path="/models/hpsv2",
+        device_type="cuda",
+        devices=8,
+        state="pending",
+        wait_reason="needs 8 cuda device(s) on one host; the largest free host has 1",
+        created_by_id=creator.id,
+    )
+    session.add_all([healthy, waiting])
+    session.flush()
+    session.add(Allocation(service_id=healthy.id, attempt=1, device_id=device.id, host_id=device.host_id))
+
+
 def seed_world(session: Session, artifact_root: Path) -> World:
     """Two users in one team, a host with GPUs, and jobs in every interesting state."""
     hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)  # cheap for tests; verify reads them
@@ -298,5 +339,6 @@ def seed_world(session: Session, artifact_root: Path) -> World:
     ]
     for job in [running, *finished, hostile, *queued]:
         add_history(session, job)
+    add_services(session, admin, team, devices[2])
     session.commit()
     return World(admin, member, token, running, finished, hostile, queued)
