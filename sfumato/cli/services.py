@@ -11,7 +11,9 @@ from rich.table import Table
 from sfumato.cli.common import JsonOption, client, client_command, number, out, print_json, when
 from sfumato.reward_services import RewardService
 
-service_app = typer.Typer(no_args_is_help=True, help="Reward services: reward servers the platform runs and a team's jobs share.")
+service_app = typer.Typer(
+    no_args_is_help=True, help="Reward services: reward servers the platform runs and a team's jobs share."
+)
 
 
 def _latency(seconds: float | None) -> str:

@@ -18,12 +18,13 @@ pytestmark = pytest.mark.slow
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "services.png"
 CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
 
 def service_job(name: str) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(TINY_SPEC.read_text())
     spec["name"] = name
-    spec["algorithm"].update(total_steps=2)
+    spec["algorithm"].update(total_steps=3)
     spec["reward"] = [{"name": "service", "service": "bright", "weight": 1.0, "batch_size": 4}]
     spec["samples"] = {"every": 2, "count": 1}
     spec["checkpoint"] = {"every": 0}
@@ -87,19 +88,30 @@ def test_two_jobs_share_a_reward_service_that_restarts_when_killed_and_frees_its
         assert healthy["host"] == platform.host_name and len(healthy["device_indices"]) == 1
         assert {j["id"] for j in healthy["jobs"]} == set(jobs)
 
+        def both_scoring() -> dict[str, Any] | None:
+            now = service()
+            statuses = {platform.job(job_id)["status"] for job_id in jobs}
+            if statuses - {"running", "succeeded", "failed", "cancelled"}:
+                return None
+            return now if statuses != {"running"} or now["figures"]["request_rate"] else None
+
+        sharing = platform.wait_for("both jobs to score through the service", both_scoring, timeout=240)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "services.json").write_text(json.dumps(sharing, indent=2))
+        screenshot_services_page(platform, service_id)
+
         for job_id in jobs:
             done = platform.wait_status(job_id, ("succeeded", "failed", "cancelled"), timeout=240)
             assert done["status"] == "succeeded", f"{done['error']}\n{platform.output()}"
             rewards = http.get(f"/api/v1/jobs/{job_id}/metrics", params={"keys": "reward/mean"}).json()["series"]
-            assert rewards and rewards[0]["steps"] == [1, 2]
+            assert rewards and rewards[0]["steps"] == [1, 2, 3]
 
         figures = platform.wait_for(
             "the service's figures to count both jobs' requests",
             lambda: (f := service()["figures"])["requests"] >= 4 and f["latency_p50_s"] is not None and f,
             timeout=30,
         )
-        assert figures["images"] >= 2 * 2 * 8 and figures["errors"] == 0
-        screenshot_services_page(platform, service_id)
+        assert figures["images"] >= 2 * 3 * 8 and figures["errors"] == 0
 
         [pid] = server_pids(service_id)
         os.kill(pid, signal.SIGKILL)
