@@ -137,7 +137,8 @@ def test_submit_creates_the_job_through_the_service(client: TestClient, app: Fas
         job = session.get(Job, job_id)
         assert job is not None and job.status == "queued" and job.owner_id is not None
         assert job.spec["algorithm"]["total_steps"] == 7
-        assert job.spec["reward"] == [{"name": "colorfulness", "weight": 1.0, "path": None}]
+        remote_and_service = {"url": None, "batch_size": None, "timeout_s": None, "retries": None, "service": None}
+        assert job.spec["reward"] == [{"name": "colorfulness", "weight": 1.0, "path": None, **remote_and_service}]
 
 
 def test_json_tab_reports_malformed_json(client: TestClient, app: FastAPI) -> None:
