@@ -2,7 +2,7 @@
 `job_id` now null for those), so the one-live-allocation-per-device index covers jobs and services alike.
 
 Revision ID: 0011
-Revises: 0012 (main landed 0012 on 0010 first; the integrator re-chains)
+Revises: 0010
 Create Date: 2026-11-30
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0011"
-down_revision: str | Sequence[str] | None = "0012"
+down_revision: str | Sequence[str] | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
