@@ -23,9 +23,9 @@ from trainer.spec import (
 
 SECTION_ORDER = ("general", "model", "algorithm", "executor", "reward", "prompts", "resources", "samples",
                  "checkpoint", "retry")  # fmt: skip
-REWARD_FIELDS = ("name", "weight", "path", "url")  # the remote reward's other options take their defaults
+REWARD_FIELDS = ("name", "weight", "path", "url")  # submit.html and app.css lay them out in 4 columns
 TRUE = ("true", "on", "1")
-WORDS = {"Lora": "LoRA", "Kl": "KL", "Cfg": "CFG", "Gpu": "GPU", "Adv": "Advantage", "Frac": "fraction"}
+WORDS = {"Lora": "LoRA", "Kl": "KL", "Cfg": "CFG", "Gpu": "GPU", "Adv": "Advantage", "Frac": "fraction", "Url": "URL"}
 
 
 @dataclass
