@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -102,3 +103,40 @@ def test_a_server_with_a_service_token_refuses_callers_without_it(monkeypatch: p
         metrics = server.metrics()
     assert scores.shape == (1,)
     assert metrics["sfumato_reward_requests_total"] == 3 and metrics["sfumato_reward_errors_total"] == 2
+
+
+class CallerCheck(BaseHTTPRequestHandler):
+    """The platform's GET /api/v1/services/{id}/caller as the reward server sees it: 200 for one job token."""
+
+    asked = 0
+
+    def do_GET(self) -> None:
+        CallerCheck.asked += 1
+        self.send_response(200 if self.headers.get("Authorization") == "Bearer job-token-7" else 403)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_a_server_with_an_auth_url_accepts_the_tokens_the_platform_accepts_and_remembers_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    platform = ThreadingHTTPServer(("127.0.0.1", 0), CallerCheck)
+    threading.Thread(target=platform.serve_forever, daemon=True).start()
+    auth_url = f"http://127.0.0.1:{platform.server_address[1]}/api/v1/services/3/caller"
+    monkeypatch.delenv("SFUMATO_REWARD_TOKEN", raising=False)
+    try:
+        with reward_server("--reward", "brightness", "--auth-url", auth_url) as server:
+            monkeypatch.setenv("SFUMATO_JOB_TOKEN", "job-token-7")
+            accepted = remote(server.url, batch_size=1)
+            accepted(images(1), PROMPTS[:1])
+            accepted(images(2), PROMPTS[:2])  # two more requests on the remembered verdict
+            monkeypatch.setenv("SFUMATO_JOB_TOKEN", "another-teams-token")
+            with pytest.raises(RemoteRewardError, match="answered 401"):
+                remote(server.url)(images(1), PROMPTS[:1])
+    finally:
+        platform.shutdown()
+        platform.server_close()
+    assert CallerCheck.asked == 2  # the accepted token once (then remembered), the refused one once

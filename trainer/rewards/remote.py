@@ -11,6 +11,7 @@ once the retries are spent the step fails with it, never with a made-up score.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -56,13 +57,13 @@ def backoff_seconds(attempt: int, jitter: random.Random) -> float:
     return min(BACKOFF_FIRST_S * 2 ** (attempt - 1), BACKOFF_MAX_S) * jitter.uniform(0.8, 1.2)
 
 
-def error_text(response: httpx.Response, body: bytes) -> str:
+def error_text(body: bytes) -> str:
     """The server's ``{"error": ...}``, or the start of whatever else it sent."""
     try:
-        message = httpx.Response(response.status_code, content=body).json().get("error")
+        message = json.loads(body).get("error")
     except (ValueError, AttributeError):
         message = None
-    return str(message if message else body[:200].decode("utf-8", "replace")).strip()
+    return str(message or body[:200].decode("utf-8", "replace")).strip()
 
 
 class RemoteReward:
@@ -146,11 +147,9 @@ class RemoteReward:
             if max(declared, len(received)) > MAX_RESPONSE_BYTES:
                 raise RemoteRewardError(f"{self.label}: refused an answer over {MAX_RESPONSE_BYTES} bytes")
         if response.status_code in RETRYABLE_STATUS:
-            raise RetryableFailure(f"answered {response.status_code}: {error_text(response, bytes(received))}")
+            raise RetryableFailure(f"answered {response.status_code}: {error_text(bytes(received))}")
         if response.status_code != 200:
-            raise RemoteRewardError(
-                f"{self.label}: answered {response.status_code}: {error_text(response, bytes(received))}"
-            )
+            raise RemoteRewardError(f"{self.label}: answered {response.status_code}: {error_text(bytes(received))}")
         try:
             return parse_response(bytes(received), count)
         except ProtocolError as exc:
