@@ -91,19 +91,18 @@ class DynamicBatcher:
             size = sum(len(piece.prompts) for piece in batch)
             self.on_batch(size)
             try:
-                scores = await loop.run_in_executor(
-                    self.thread,
-                    self.score,
-                    np.concatenate([piece.pixels for piece in batch]),
-                    [prompt for piece in batch for prompt in piece.prompts],
-                    [item for piece in batch for item in piece.metadata],
-                )
+                scores = await loop.run_in_executor(self.thread, self.score_batch, batch)
             except Exception as exc:  # the reward failed: every request in the batch gets the error
                 for piece in batch:
                     if not piece.done.done():
                         piece.done.set_exception(exc)
                 continue
             self.deliver(batch, scores)
+
+    def score_batch(self, batch: list[Piece]) -> BatchScores:
+        pixels = np.concatenate([piece.pixels for piece in batch])
+        prompts = [prompt for piece in batch for prompt in piece.prompts]
+        return self.score(pixels, prompts, [item for piece in batch for item in piece.metadata])
 
     async def next_batch(self, loop: asyncio.AbstractEventLoop) -> list[Piece]:
         """The oldest piece and the others of its size that fit, once the batch is full or its window closed."""
