@@ -20,13 +20,14 @@ from server.config import Settings
 from server.models import AdminState, Device, Experiment, Host, HostStatus
 from server.schemas.experiments import ExperimentCreate, ExperimentDetail
 from server.services import audit
-from server.services.auth import Caller
+from server.services.auth import Caller, TeamRole
 from server.services.capacity import check_capacity
 from server.services.errors import FieldErrors
 from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
 from server.services.experiment_reads import experiment_detail
 from server.services.jobs import add_job, validate_spec
 from server.services.scoping import team_for_submission
+from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room
 from trainer.spec import JobSpec
 
@@ -91,6 +92,7 @@ def _checked_specs(
     gpu_model: str | None,
     fair: bool,
     settings: Settings,
+    team: TeamRole,
 ) -> list[JobSpec]:
     """Every cell's spec validated and placeable, or one 422 listing each bad cell and field."""
     specs: list[JobSpec] = []
@@ -105,6 +107,7 @@ def _checked_specs(
                 resources["gpu_model"] = gpu_model
         try:
             spec = validate_spec(data, settings)
+            check_service_rewards(session, spec, team.team_id, team.team_name)
             resources_key = orjson.dumps(spec.resources.model_dump(mode="json"))
             if resources_key not in placeable:
                 check_capacity(session, spec)
@@ -128,7 +131,7 @@ def create_experiment(
     check_axes(axes, fair, settings.max_experiment_cells)
     cells = expand(axes)
     gpu_model = fair_device_model(session, request.spec) if fair else None
-    specs = _checked_specs(session, request, cells, gpu_model, fair, settings)
+    specs = _checked_specs(session, request, cells, gpu_model, fair, settings, team)
     check_queue_room(session, caller.user_id, team.team_id, settings, len(cells))
     order_seed = secrets.randbelow(2**31)
     order = list(range(len(cells)))

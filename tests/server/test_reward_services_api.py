@@ -116,3 +116,14 @@ def test_a_live_name_is_taken_until_the_service_is_stopped(harness: Harness, lab
     assert stopped.status_code == 200 and stopped.json()["state"] == "stopped"
     assert harness.client.post(f"/api/v1/services/{first}/stop", headers=lab).status_code == 409
     assert create(harness, lab).status_code == 201
+
+
+def test_an_experiment_cannot_name_another_teams_service_in_any_cell(
+    harness: Harness, lab: Headers, studio: Headers
+) -> None:
+    assert create(harness, lab).status_code == 201
+    body = {"name": "exp", "spec": service_spec(), "axes": [{"path": "seed", "values": [1, 2]}]}
+    refused = harness.client.post("/api/v1/experiments", json=body, headers=studio)
+    assert refused.status_code == 422
+    assert [e["field"] for e in refused.json()["detail"]] == ["spec.reward.0.service"]
+    assert harness.client.post("/api/v1/experiments", json=body, headers=lab).status_code == 201
