@@ -40,7 +40,7 @@ def upgrade() -> None:
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("last_health_at", sa.DateTime(), nullable=True),
         sa.Column("metrics", sa.JSON(), nullable=True),
-        sa.Column("previous_metrics", sa.JSON(), nullable=True),
+        sa.Column("recent_metrics", sa.JSON(), nullable=True),
         sa.Column("created_by_id", sa.Integer(), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("started_at", sa.DateTime(), nullable=True),

@@ -45,9 +45,10 @@ class RewardService(Base):
     wait_reason: Mapped[str | None] = mapped_column(String(300))
     error: Mapped[str | None] = mapped_column(Text)
     last_health_at: Mapped[datetime | None] = mapped_column(DateTime)
-    # The last two scrapes of the server's /metrics (server.services.reward_service_figures reads them).
+    # The last scrape of the server's /metrics, and the earlier scrapes of the rate window, oldest first
+    # (server.services.reward_service_figures defines and reads them).
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    previous_metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    recent_metrics: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)

@@ -1,9 +1,11 @@
 """The one definition of a reward service's figures: request and image rates, latency percentiles, errors,
 and the jobs using it. The API, the Services page, the CLI and the client all show what this computes.
 
-The worker scrapes the reward server's /metrics (worker.service_metrics) and stores the last two scrapes on
-the service row, each as `{"launch", "scraped_at", "requests", "images", "errors", "latency_buckets"}`, the
-buckets as cumulative `[upper bound, count]` pairs with "+Inf" last, as Prometheus exposes a histogram.
+The worker scrapes the reward server's /metrics (worker.service_metrics) every few seconds; the service row
+keeps the last scrape and the earlier scrapes of the last RATE_WINDOW_S seconds, each as `{"launch",
+"scraped_at", "requests", "images", "errors", "latency_buckets"}`, the buckets as cumulative `[upper bound,
+count]` pairs with "+Inf" last, as Prometheus exposes a histogram. Rates are over that window, as Prometheus's
+`rate(x[1m])`: two scrapes a few seconds apart would show 0/s between a trainer's steps.
 """
 
 from __future__ import annotations
@@ -20,10 +22,23 @@ from server.models import ACTIVE_STATES, LIVE_SERVICE_STATES, Job, RewardService
 from server.schemas.services import ServiceFigures, ServiceJob
 from trainer.spec import SERVICE_REWARD
 
+RATE_WINDOW_S = 60.0
 
-def figures(latest: dict[str, Any] | None, previous: dict[str, Any] | None) -> ServiceFigures:
-    """Totals from the last scrape (the server's counters since it last started), rates over the interval
-    between the last two scrapes of the same launch, percentiles from the latency histogram."""
+
+def rate_window(
+    recent: Sequence[dict[str, Any]] | None, latest: dict[str, Any] | None, new: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The scrapes to keep beside `new`: those of its launch within RATE_WINDOW_S before it, oldest first, and
+    always the one just before it (a slow scrape still gives a rate)."""
+    earlier = [*(recent or []), *([latest] if latest else [])]
+    same_launch = [s for s in earlier if s.get("launch") == new.get("launch")]
+    within = [s for s in same_launch if (_when(new) - _when(s)).total_seconds() <= RATE_WINDOW_S]
+    return within or same_launch[-1:]
+
+
+def figures(latest: dict[str, Any] | None, recent: Sequence[dict[str, Any]] | None) -> ServiceFigures:
+    """Totals from the last scrape (the server's counters since it last started), rates from the oldest scrape
+    of the window (same launch) to the last, percentiles from the latency histogram."""
     if not latest:
         return ServiceFigures(
             requests=0,
@@ -37,6 +52,7 @@ def figures(latest: dict[str, Any] | None, previous: dict[str, Any] | None) -> S
         )
     buckets = [(float(bound), float(count)) for bound, count in latest.get("latency_buckets", [])]
     request_rate = images_per_s = None
+    previous = recent[0] if recent else None
     if previous and previous.get("launch") == latest.get("launch"):
         seconds = (_when(latest) - _when(previous)).total_seconds()
         if seconds > 0:

@@ -206,7 +206,7 @@ def _out(session: Session, services: list[RewardService]) -> list[ServiceOut]:
             created_at=s.created_at,
             started_at=s.started_at,
             stopped_at=s.stopped_at,
-            figures=figures(s.metrics, s.previous_metrics),
+            figures=figures(s.metrics, s.recent_metrics),
             jobs=using[s.id],
         )
         for s in services

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import PLACED_SERVICE_STATES, Allocation, Device, RewardService, ServiceState, utcnow
+from server.services.reward_service_figures import rate_window
 from server.services.service_state import set_state
 
 # A service that exits (or never answers) this many starts in a row without once being healthy has failed:
@@ -157,11 +158,13 @@ def mark_died(session: Session, service_id: int, generation: int, why: str, tail
 
 
 def record_scrape(session: Session, service_id: int, generation: int, scrape: dict[str, Any]) -> None:
-    """Keep the last two scrapes of the server's /metrics (services.reward_service_figures reads them)."""
+    """Keep the last scrape of the server's /metrics and the earlier ones of the rate window
+    (services.reward_service_figures defines the window and reads them)."""
     service = _lock(session, service_id)
     if _current(service, generation):
         assert service is not None
-        service.previous_metrics, service.metrics = service.metrics, scrape
+        service.recent_metrics = rate_window(service.recent_metrics, service.metrics, scrape)
+        service.metrics = scrape
 
 
 def stop_reason(session: Session, service_id: int, generation: int) -> str | None:

@@ -1,5 +1,5 @@
 """The one definition of a service's figures: percentiles from a cumulative histogram as Prometheus computes
-them, and rates only between two scrapes of the same launch (its counters reset on a restart)."""
+them, and rates over the last minute's scrapes of the same launch (its counters reset on a restart)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from server.services.reward_service_figures import figures, histogram_quantile
+from server.services.reward_service_figures import figures, histogram_quantile, rate_window
 
 BUCKETS = [(0.01, 10.0), (0.025, 90.0), (0.05, 100.0), (float("inf"), 100.0)]
 T0 = datetime(2026, 11, 30, 12, 0, 0)
@@ -40,15 +40,22 @@ def test_no_observations_have_no_quantile() -> None:
     assert histogram_quantile(0.5, [(0.1, 0.0), (float("inf"), 0.0)]) is None
 
 
-def test_rates_come_from_the_last_two_scrapes_of_one_launch() -> None:
-    shown = figures(scrape(1, 4.0, 30, 480), scrape(1, 2.0, 10, 160))
+def test_rates_come_from_the_oldest_scrape_of_the_window_to_the_last() -> None:
+    shown = figures(scrape(1, 4.0, 30, 480), [scrape(1, 2.0, 10, 160), scrape(1, 3.0, 30, 480)])
     assert (shown.requests, shown.images, shown.errors) == (30, 480, 1)
     assert (shown.request_rate, shown.images_per_s) == (10.0, 160.0)
     assert shown.latency_p50_s == pytest.approx(0.0175)
 
 
+def test_the_window_keeps_the_last_minute_of_one_launch_and_always_the_scrape_before() -> None:
+    kept = rate_window([scrape(1, 0.0, 0, 0), scrape(1, 30.0, 5, 80)], scrape(1, 62.0, 9, 144), scrape(1, 64.0, 9, 144))
+    assert [s["scraped_at"] for s in kept] == [scrape(1, t, 0, 0)["scraped_at"] for t in (30.0, 62.0)]
+    assert rate_window(None, scrape(1, 0.0, 0, 0), scrape(1, 300.0, 9, 144)) == [scrape(1, 0.0, 0, 0)]
+    assert rate_window([scrape(1, 0.0, 0, 0)], scrape(1, 2.0, 4, 64), scrape(2, 4.0, 1, 16)) == []
+
+
 def test_no_rate_across_a_restart() -> None:
-    shown = figures(scrape(2, 4.0, 3, 48), scrape(1, 2.0, 10, 160))
+    shown = figures(scrape(2, 4.0, 3, 48), [scrape(1, 2.0, 10, 160)])
     assert shown.request_rate is None and shown.requests == 3
 
 

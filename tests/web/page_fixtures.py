@@ -239,7 +239,7 @@ def add_services(session: Session, creator: User, team: Team, device: Device) ->
         started_at=now - timedelta(minutes=20),
         metrics={"launch": 1, "scraped_at": now.isoformat(), "requests": 120, "images": 1920, "errors": 1,
                  "latency_buckets": buckets},
-        previous_metrics=earlier | {"errors": 1, "latency_buckets": buckets},
+        recent_metrics=[earlier | {"errors": 1, "latency_buckets": buckets}],
     )  # fmt: skip
     waiting = RewardService(
         name="hpsv2-large",
