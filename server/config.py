@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     max_metric_points: int = 100_000
     # Cells (jobs) one experiment may expand into (422 beyond).
     max_experiment_cells: int = 64
+    # Whether a submitted remote reward's URL is probed (GET /healthz, 1.5 s) for the unreachable-server warning;
+    # off where the server must not open connections to addresses a user names.
+    remote_reward_probe: bool = True
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
 

@@ -48,7 +48,7 @@ def submit_job(
     warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
     if warning:
         detail.warnings.append(warning)
-    detail.warnings.extend(remote_reward_warnings(spec.reward))
+    detail.warnings.extend(remote_reward_warnings(spec.reward, settings.remote_reward_probe))
     return detail
 
 

@@ -2,7 +2,8 @@
 
 The job is accepted all the same (the server may come up before the job starts, or be reachable from the
 GPU hosts only); the trainer retries and fails the step naming the reward if it never answers. The probe is
-short so that a submission never waits long on it.
+short so that a submission never waits long on it; `SFUMATO_REMOTE_REWARD_PROBE=false` turns it off where the
+server must not open connections to addresses that users name.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from trainer.spec.reward_protocol import HEALTH_PATH
 PROBE_TIMEOUT_S = 1.5
 
 
-def remote_reward_warnings(rewards: Iterable[RewardSpec]) -> list[str]:
-    """One warning per remote reward whose server does not answer GET /healthz with 200 within the probe."""
-    warnings = []
+def remote_reward_warnings(rewards: Iterable[RewardSpec], probe: bool) -> list[str]:
+    """One warning per remote reward whose server does not answer GET /healthz with 200 within the probe;
+    none when probing is off (SFUMATO_REMOTE_REWARD_PROBE=false)."""
+    warnings: list[str] = []
+    if not probe:
+        return warnings
     for index, reward in enumerate(rewards):
         if reward.name != REMOTE_REWARD or reward.url is None:
             continue
@@ -33,15 +37,15 @@ def remote_reward_warnings(rewards: Iterable[RewardSpec]) -> list[str]:
     return warnings
 
 
-def stored_remote_reward_warnings(data: dict[str, Any]) -> list[str]:
+def stored_remote_reward_warnings(data: dict[str, Any], probe: bool) -> list[str]:
     """The same warnings for a stored spec (a queued job's page)."""
     spec = stored_spec(data)
-    return remote_reward_warnings(spec.reward) if spec else []
+    return remote_reward_warnings(spec.reward, probe) if spec else []
 
 
 def _health_problem(url: str) -> str | None:
     try:
         response = httpx.get(url + HEALTH_PATH, timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False)
-    except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except httpx.HTTPError as exc:  # the kind only: the peer's own words are not the submitter's to read
+        return type(exc).__name__
     return None if response.status_code == 200 else f"GET {HEALTH_PATH} answered {response.status_code}"

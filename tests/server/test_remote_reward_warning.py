@@ -36,3 +36,15 @@ def test_a_reward_server_that_answers_needs_no_warning(harness: Harness) -> None
     with reward_server("--reward", "brightness") as server:
         response = harness.submit(remote(server.url))
     assert response.status_code == 201 and response.json()["warnings"] == []
+
+
+def test_with_probing_off_the_server_opens_no_connection_and_warns_of_nothing(harness: Harness) -> None:
+    with socket.socket() as listener:  # a port that listens, so a connection would be seen
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.5)
+        harness.client.app.state.settings.remote_reward_probe = False  # type: ignore[attr-defined]
+        response = harness.submit(remote(f"http://127.0.0.1:{listener.getsockname()[1]}"))
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert response.status_code == 201 and response.json()["warnings"] == []

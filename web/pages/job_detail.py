@@ -88,9 +88,10 @@ def _hub_warning(session: Session, job: JobDetail) -> str | None:
     return hub_model_warning(session, str(job.spec.get("model", {}).get("path", "")), job.device_type)
 
 
-def _reward_warnings(job: JobDetail) -> list[str]:
+def _reward_warnings(request: Request, job: JobDetail) -> list[str]:
     """Until the job starts: whether each remote reward's server answers its health check."""
-    return stored_remote_reward_warnings(job.spec) if job.status == "queued" else []
+    probe = request.app.state.settings.remote_reward_probe
+    return stored_remote_reward_warnings(job.spec, probe) if job.status == "queued" else []
 
 
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
@@ -108,7 +109,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         artifacts=list_artifacts(session, job.id).items,
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
-        reward_warnings=_reward_warnings(job),
+        reward_warnings=_reward_warnings(request, job),
     )
     return render(request, "job.html", context)
 
