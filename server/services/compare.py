@@ -16,11 +16,11 @@ from server.models import Job
 from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
 from server.services import throughput
 from server.services.auth import Caller
-from server.services.current_points import current_points
+from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
-from server.services.eval_rewards import eval_rewards
+from server.services.eval_rewards import eval_rewards_of_jobs
 from server.services.metric_figures import key_figures
-from server.services.metric_reads import latest_points
+from server.services.metric_reads import latest_points_of_pairs
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
 from server.services.spec_differences import spec_differences
@@ -82,21 +82,29 @@ def duration_s(started_at: datetime | None, finished_at: datetime | None) -> flo
 
 
 def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Comparison:
-    """One row per job, in the order asked, and the spec fields that differ."""
+    """One row per job, in the order asked, and the spec fields that differ. Each figure is read for all the
+    jobs at once, so the number of statements does not grow with the number of jobs."""
     jobs = visible_jobs(session, caller, job_ids)
     ids = [job.id for job in jobs]
-    speeds = throughput.samples_per_s(session, ids)
+    currents = current_points_of_jobs(session, ids)
+    speeds = throughput.samples_per_s(session, ids, currents)
+    figures = key_figures(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
+    finals = latest_points_of_pairs(session, [(i, REWARD_KEY) for i in ids], currents)
+    evals = eval_rewards_of_jobs(session, ids, currents)
     shared = shared_with(session, ids)
     others = {s.job_id for rows in shared.values() for s in rows}
-    visible_names = dict(session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all())
+    visible_names = (
+        dict(session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all())
+        if others
+        else {}
+    )
     native = next((job for job in jobs if job.executor == NATIVE), None)
     base = speeds[native.id] if native else None
     rows = []
     for job in jobs:
-        figures = key_figures(session, job.id, [REWARD_KEY, MEMORY_KEY])
-        current = current_points(session, job.id)
-        final = latest_points(session, job.id, [REWARD_KEY], current).get(REWARD_KEY)
-        evals = eval_rewards(session, job.id, current)
+        figure = figures[job.id]
+        final = finals.get((job.id, REWARD_KEY))
+        job_evals = evals[job.id]
         speed = speeds[job.id]
         speedup = speed / base if speed is not None and base else None
         bound = bound_speedup(job.spec)
@@ -112,11 +120,11 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
                 speedup=speedup,
                 bound=bound,
                 of_bound=speedup / bound if speedup is not None and bound else None,
-                peak_memory_bytes=figures[MEMORY_KEY].maximum if MEMORY_KEY in figures else None,
+                peak_memory_bytes=figure[MEMORY_KEY].maximum if MEMORY_KEY in figure else None,
                 final_reward=final.value if final else None,
-                best_reward=figures[REWARD_KEY].maximum if REWARD_KEY in figures else None,
-                eval_reward=evals.values[-1] if evals.values else None,
-                eval_step=evals.steps[-1] if evals.steps else None,
+                best_reward=figure[REWARD_KEY].maximum if REWARD_KEY in figure else None,
+                eval_reward=job_evals.values[-1] if job_evals.values else None,
+                eval_step=job_evals.steps[-1] if job_evals.steps else None,
                 started_at=job.started_at,
                 ended_at=job.finished_at,
                 duration_s=duration_s(job.started_at, job.finished_at),

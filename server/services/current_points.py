@@ -8,10 +8,11 @@ disjoint and ordered: a later attempt's current points lie above an earlier one'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Integer, case, text
+from sqlalchemy import Integer, and_, bindparam, case, text
 from sqlalchemy.orm import Session
 
 from server.services.sql_text import select_text
@@ -51,6 +52,33 @@ _FIRST_STEPS = select_text(
 def current_points(session: Session, job_id: int) -> CurrentPoints:
     """The job's cutoffs, from its attempts' first steps (one row per attempt)."""
     return CurrentPoints({attempt: first for attempt, first in session.execute(_FIRST_STEPS, {"job_id": job_id})})
+
+
+_FIRST_STEPS_OF_JOBS = select_text(
+    "SELECT job_id, attempt, first_step FROM metric_attempts WHERE job_id IN :job_ids",
+    job_id=Integer,
+    attempt=Integer,
+    first_step=Integer,
+).bindparams(bindparam("job_ids", expanding=True))
+
+
+def current_points_of_jobs(session: Session, job_ids: Sequence[int]) -> dict[int, CurrentPoints]:
+    """Each job's cutoffs, as `current_points` reads them, for many jobs in one statement."""
+    firsts: dict[int, dict[int, int]] = {job_id: {} for job_id in job_ids}
+    if job_ids:
+        for job_id, attempt, first in session.execute(_FIRST_STEPS_OF_JOBS, {"job_ids": list(job_ids)}):
+            firsts[job_id][attempt] = first
+    return {job_id: CurrentPoints(f) for job_id, f in firsts.items()}
+
+
+def bound_of_jobs(currents: dict[int, CurrentPoints], job_column: Any, attempt_column: Any) -> Any:
+    """`CurrentPoints.bound` over rows of many jobs: the cutoff of the row's job and attempt."""
+    whens = [
+        (and_(job_column == job_id, attempt_column == attempt), cut)
+        for job_id, current in currents.items()
+        for attempt, cut in current.cutoffs.items()
+    ]
+    return case(*whens, else_=NEVER) if whens else NEVER
 
 
 # The same statement on PostgreSQL and SQLite, built once.

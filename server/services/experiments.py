@@ -25,7 +25,7 @@ from server.services.capacity import check_capacity
 from server.services.errors import FieldErrors
 from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
 from server.services.experiment_reads import experiment_detail
-from server.services.jobs import add_job, validate_spec
+from server.services.jobs import add_jobs, validate_spec
 from server.services.scoping import team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room
@@ -149,15 +149,13 @@ def create_experiment(
     )
     session.add(experiment)
     session.flush()
-    for index in order:  # job ids follow the queue order: the scheduler takes equal priorities by id
-        add_job(
-            session,
-            caller,
-            specs[index],
-            team.team_id,
-            experiment_id=experiment.id,
-            experiment_cell=cells[index].values,
-        )
+    add_jobs(  # job ids follow the queue order: the scheduler takes equal priorities by id
+        session,
+        caller,
+        [specs[index] for index in order],
+        team.team_id,
+        [{"experiment_id": experiment.id, "experiment_cell": cells[index].values} for index in order],
+    )
     detail = f"experiment {experiment.id} {experiment.name!r}: {len(cells)} cells" + (", fair timing" if fair else "")
     audit.record(session, "experiment.create", caller, team_id=team.team_id, detail=detail)
     session.commit()

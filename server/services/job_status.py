@@ -1,6 +1,8 @@
 """The one place a job changes status, so every change follows the transition table and leaves a job event
 behind, and a job to place or devices freed wake the scheduler."""
 
+from collections.abc import Sequence
+
 from sqlalchemy.orm import Session
 
 from server.models import JOB_TRANSITIONS, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
@@ -23,9 +25,15 @@ def set_status(session: Session, job: Job, status: JobStatus, message: str | Non
     _record(session, job, status, message)
 
 
-def record_submitted(session: Session, job: Job, message: str) -> None:
-    """A new job's first event: it is born queued (`Job.status`'s default), so there is no status to move from."""
-    _record(session, job, JobStatus.QUEUED, message)
+def record_submitted(session: Session, jobs: Sequence[Job], message: str) -> None:
+    """New jobs' first events: they are born queued (`Job.status`'s default), so there is no status to move
+    from. The scheduler is woken once for all of them (an experiment submits its cells together)."""
+    now = utcnow()
+    session.add_all(
+        JobEvent(job_id=job.id, attempt=job.attempt, status=JobStatus.QUEUED, message=message, created_at=now)
+        for job in jobs
+    )
+    wake_scheduler(session)
 
 
 def _record(session: Session, job: Job, status: JobStatus, message: str | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select, update
@@ -53,29 +54,42 @@ def submit_job(
 
 
 def add_job(session: Session, caller: Caller, spec: JobSpec, team_id: int, **columns: Any) -> Job:
-    """A checked spec as a queued job, with its submitted event and audit row, in the caller's unit of work
-    (uncommitted: an experiment adds all its cells or none). `columns` sets more of the job's columns."""
-    job = Job(
-        name=spec.name,
-        spec=spec.model_dump(mode="json"),
-        status=JobStatus.QUEUED,
-        priority=spec.resources.priority,
-        algorithm=spec.algorithm.name,
-        executor=spec.executor.name,
-        model_family=spec.model.family,
-        device_type=spec.resources.device_type,
-        devices=spec.resources.devices,
-        nodes=spec.resources.nodes,
-        max_attempts=spec.retry.max_attempts,
-        owner_id=caller.user_id,
-        team_id=team_id,
-        **columns,
-    )
-    session.add(job)
+    """A checked spec as a queued job (`add_jobs` of one); `columns` sets more of the job's columns."""
+    return add_jobs(session, caller, [spec], team_id, [columns])[0]
+
+
+def add_jobs(
+    session: Session, caller: Caller, specs: Sequence[JobSpec], team_id: int, columns: Sequence[dict[str, Any]]
+) -> list[Job]:
+    """Checked specs as queued jobs, with their submitted events and audit rows, in the caller's unit of work
+    (uncommitted: an experiment adds all its cells or none). `columns[i]` sets more of job i's columns. The
+    jobs are inserted in one flush, in order, so their ids follow the order of `specs`; the events and audit
+    rows follow in the next, each kind in one batch."""
+    jobs = [
+        Job(
+            name=spec.name,
+            spec=spec.model_dump(mode="json"),
+            status=JobStatus.QUEUED,
+            priority=spec.resources.priority,
+            algorithm=spec.algorithm.name,
+            executor=spec.executor.name,
+            model_family=spec.model.family,
+            device_type=spec.resources.device_type,
+            devices=spec.resources.devices,
+            nodes=spec.resources.nodes,
+            max_attempts=spec.retry.max_attempts,
+            owner_id=caller.user_id,
+            team_id=team_id,
+            **more,
+        )
+        for spec, more in zip(specs, columns, strict=True)
+    ]
+    session.add_all(jobs)
     session.flush()
-    record_submitted(session, job, f"submitted by {caller.username}")
-    audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
-    return job
+    record_submitted(session, jobs, f"submitted by {caller.username}")
+    for job in jobs:
+        audit.record(session, "job.submit", caller, team_id=job.team_id, job_id=job.id, detail=job.name)
+    return jobs
 
 
 def lock_job(session: Session, job_id: int) -> Job:

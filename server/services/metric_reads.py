@@ -254,20 +254,30 @@ _KEYS_CTE = (
     " SELECT (SELECT min(key) FROM metric_blocks WHERE job_id = :job_id AND key > k.key) FROM k WHERE k.key IS NOT NULL"
     ")"
 )
-# PostgreSQL: per key, a backward primary-key probe for its last block holding a current point (the cutoffs
-# come as two arrays, attempt and cut), all in one fixed statement whatever the number of keys. Attempt
-# before block, as in the key: a later attempt's current points lie above an earlier one's.
+# PostgreSQL: per (job, key) pair, a backward primary-key probe for its last block holding a current point (the
+# cutoffs come as three arrays: job, attempt and cut), all in one fixed statement whatever the number of pairs.
+# Attempt before block, as in the key: a later attempt's current points lie above an earlier one's.
 _LATEST = (
-    " SELECT k.key, b.attempt, b.last_step, b.last_value, b.last_wall FROM {keys} CROSS JOIN LATERAL ("
+    " SELECT p.job_id, p.key, b.attempt, b.last_step, b.last_value, b.last_wall FROM {pairs} CROSS JOIN LATERAL ("
     "  SELECT attempt, last_step, last_value, last_wall FROM metric_blocks m"
-    "  WHERE m.job_id = :job_id AND m.key = k.key AND m.first_step < COALESCE((SELECT c.cut FROM"
-    "   unnest(CAST(:attempts AS integer[]), CAST(:cuts AS integer[])) AS c(attempt, cut)"
-    "   WHERE c.attempt = m.attempt), 2147483647)"
+    "  WHERE m.job_id = p.job_id AND m.key = p.key AND m.first_step < COALESCE((SELECT c.cut FROM"
+    "   unnest(CAST(:cut_jobs AS integer[]), CAST(:attempts AS integer[]), CAST(:cuts AS integer[]))"
+    "   AS c(job_id, attempt, cut) WHERE c.job_id = m.job_id AND c.attempt = m.attempt), 2147483647)"
     "  ORDER BY m.attempt DESC, m.block DESC LIMIT 1) b"
 )
-_LATEST_COLUMNS = {"key": String, "attempt": Integer, "last_step": Integer, "last_value": Float, "last_wall": Float}
-_LATEST_OF_ALL_KEYS = select_text(_KEYS_CTE + _LATEST.format(keys="k") + " WHERE k.key IS NOT NULL", **_LATEST_COLUMNS)
-_LATEST_OF_KEYS = select_text(_LATEST.format(keys="unnest(CAST(:keys AS varchar[])) AS k(key)"), **_LATEST_COLUMNS)
+_LATEST_COLUMNS = {
+    "job_id": Integer,
+    "key": String,
+    "attempt": Integer,
+    "last_step": Integer,
+    "last_value": Float,
+    "last_wall": Float,
+}
+_ALL_KEYS = "(SELECT CAST(:job_id AS integer) AS job_id, key FROM k WHERE key IS NOT NULL) AS p"
+_LATEST_OF_ALL_KEYS = select_text(_KEYS_CTE + _LATEST.format(pairs=_ALL_KEYS), **_LATEST_COLUMNS)
+_PAIRS = "unnest(CAST(:jobs AS integer[]), CAST(:keys AS varchar[])) AS p(job_id, key)"
+_LATEST_OF_PAIRS = select_text(_LATEST.format(pairs=_PAIRS), **_LATEST_COLUMNS)
+SQLITE_PROBES_PER_STATEMENT = 250  # SQLite allows 500 terms in one compound SELECT
 
 
 def latest_points(
@@ -277,31 +287,56 @@ def latest_points(
     primary-key probe per key, in one statement. `current`: the job's current_points, when already read."""
     if keys is not None and not keys:
         return {}
-    if current is None:
-        current = current_points(session, job_id)
+    currents = {job_id: current if current is not None else current_points(session, job_id)}
+    if keys is None and session.get_bind().dialect.name == "postgresql":
+        rows = session.connection().execute(_LATEST_OF_ALL_KEYS, {"job_id": job_id} | _cutoff_arrays(currents))
+        return {key: point for (_, key), point in sorted(_points(session, rows, currents).items())}
+    wanted = metric_keys(session, job_id) if keys is None else keys
+    found = latest_points_of_pairs(session, [(job_id, key) for key in wanted], currents)
+    return {key: found[(job_id, key)] for key in wanted if (job_id, key) in found}
+
+
+def latest_points_of_pairs(
+    session: Session, pairs: Sequence[tuple[int, str]], currents: dict[int, CurrentPoints]
+) -> dict[tuple[int, str], Point]:
+    """The last current point of each (job, key) pair that has one, as `latest_points` reads it, for many jobs
+    at once: one statement (on SQLite, one per SQLITE_PROBES_PER_STATEMENT pairs). `currents`: every job's."""
+    if not pairs:
+        return {}
     if session.get_bind().dialect.name == "postgresql":
-        cutoffs = current.cutoffs
-        params = {"job_id": job_id, "attempts": list(cutoffs), "cuts": list(cutoffs.values())}
-        statement = _LATEST_OF_ALL_KEYS if keys is None else _LATEST_OF_KEYS
-        rows = session.connection().execute(statement, params if keys is None else params | {"keys": list(keys)})
-    else:
-        wanted = metric_keys(session, job_id) if keys is None else keys
-        if not wanted:
-            return {}
-        columns = (MetricBlock.key, MetricBlock.attempt, MetricBlock.last_step, MetricBlock.last_value)
+        params = {"jobs": [job_id for job_id, _ in pairs], "keys": [key for _, key in pairs]}
+        return _points(
+            session, session.connection().execute(_LATEST_OF_PAIRS, params | _cutoff_arrays(currents)), currents
+        )
+    columns = (MetricBlock.job_id, MetricBlock.key, MetricBlock.attempt, MetricBlock.last_step, MetricBlock.last_value)
+    found: dict[tuple[int, str], Point] = {}
+    for start in range(0, len(pairs), SQLITE_PROBES_PER_STATEMENT):
         probes = [
             select(*columns, MetricBlock.last_wall)
-            .where(*_current(job_id, [key], current))
+            .where(*_current(job_id, [key], currents[job_id]))
             .order_by(MetricBlock.attempt.desc(), MetricBlock.block.desc())
             .limit(1)
             .subquery()
-            for key in wanted
+            for job_id, key in pairs[start : start + SQLITE_PROBES_PER_STATEMENT]
         ]
         rows = session.connection().execute(union_all(*(select(p) for p in probes)))
-    found: dict[str, Point] = {}
-    for key, attempt, step, value, wall in rows:
+        found |= _points(session, rows, currents)
+    return found
+
+
+def _cutoff_arrays(currents: dict[int, CurrentPoints]) -> dict[str, list[int]]:
+    """The jobs' cutoffs as the PostgreSQL statements take them: three arrays, job, attempt and cut."""
+    cuts = [(job_id, attempt, cut) for job_id, current in currents.items() for attempt, cut in current.cutoffs.items()]
+    return {"cut_jobs": [c[0] for c in cuts], "attempts": [c[1] for c in cuts], "cuts": [c[2] for c in cuts]}
+
+
+def _points(session: Session, rows: Any, currents: dict[int, CurrentPoints]) -> dict[tuple[int, str], Point]:
+    """Each probed block's last point; when a later attempt cut the block short, its last current point."""
+    found: dict[tuple[int, str], Point] = {}
+    for job_id, key, attempt, step, value, wall in rows:
+        current = currents[job_id]
         if step < current.cutoff(attempt):
-            found[key] = Point(step, value, wall)
+            found[(job_id, key)] = Point(step, value, wall)
             continue
         data = session.scalar(
             select(MetricBlock.points).where(
@@ -312,5 +347,5 @@ def latest_points(
             )
         )
         last = current_points_of_block(data, attempt, current)[-1]
-        found[key] = Point(int(last["step"]), float(last["value"]), float(last["wall"]))
-    return {key: found[key] for key in (sorted(found) if keys is None else keys) if key in found}
+        found[(job_id, key)] = Point(int(last["step"]), float(last["value"]), float(last["wall"]))
+    return found

@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import MetricBlock
-from server.services.current_points import CurrentPoints
+from server.services.current_points import CurrentPoints, current_points_of_jobs
 from server.services.metric_blocks import POINT, unpack
-from server.services.sql_text import select_text
 
 THROUGHPUT_KEY = "throughput/samples_per_s"
 WARMUP_STEPS = 1
@@ -26,22 +25,6 @@ DEFINITION = (
     + ("step" if WARMUP_STEPS == 1 else f"{WARMUP_STEPS} steps")
     + " (warm-up)"
 )
-
-_FIRST_STEPS = select_text(
-    "SELECT job_id, attempt, first_step FROM metric_attempts WHERE job_id IN :job_ids",
-    job_id=Integer,
-    attempt=Integer,
-    first_step=Integer,
-).bindparams(bindparam("job_ids", expanding=True))
-
-
-def _currents(session: Session, job_ids: Sequence[int]) -> dict[int, CurrentPoints]:
-    """Each job's cutoffs (services.current_points), for many jobs in one statement."""
-    firsts: dict[int, dict[int, int]] = {job_id: {} for job_id in job_ids}
-    for job_id, attempt, first in session.execute(_FIRST_STEPS, {"job_ids": list(job_ids)}):
-        firsts[job_id][attempt] = first
-    return {job_id: CurrentPoints(f) for job_id, f in firsts.items()}
-
 
 # Each job's figure with the signature of the points it came from, per database: a stored point never changes
 # (ingestion keeps the first value of a step), so an unchanged signature means an unchanged figure. The jobs
@@ -88,12 +71,14 @@ def _median(session: Session, job_ids: Sequence[int], currents: dict[int, Curren
     return out
 
 
-def samples_per_s(session: Session, job_ids: Sequence[int]) -> dict[int, float | None]:
+def samples_per_s(
+    session: Session, job_ids: Sequence[int], currents: dict[int, CurrentPoints] | None = None
+) -> dict[int, float | None]:
     """Each job's samples/s (see the module's docstring): the points are read only for jobs whose throughput
-    changed since this process last computed it."""
+    changed since this process last computed it. `currents`: the jobs' current_points, when already read."""
     if not job_ids:
         return {}
-    currents = _currents(session, job_ids)
+    currents = currents if currents is not None else current_points_of_jobs(session, job_ids)
     signatures = _signatures(session, job_ids, currents)
     database = str(session.get_bind().url)
     out: dict[int, float | None] = dict.fromkeys(job_ids)
