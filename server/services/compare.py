@@ -19,7 +19,7 @@ from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
 from server.services.eval_rewards import eval_rewards_of_jobs
-from server.services.metric_figures import key_figures
+from server.services.metric_figures import key_figures_of_jobs
 from server.services.metric_reads import latest_points_of_pairs
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
@@ -88,7 +88,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
     ids = [job.id for job in jobs]
     currents = current_points_of_jobs(session, ids)
     speeds = throughput.samples_per_s(session, ids, currents)
-    figures = key_figures(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
+    figures = key_figures_of_jobs(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
     finals = latest_points_of_pairs(session, [(i, REWARD_KEY) for i in ids], currents)
     evals = eval_rewards_of_jobs(session, ids, currents)
     shared = shared_with(session, ids)

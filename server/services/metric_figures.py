@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import MetricBlock
-from server.services.current_points import CurrentPoints, bound_of_jobs
+from server.services.current_points import CurrentPoints, bound_of_jobs, current_points
 from server.services.metric_blocks import pack
 from server.services.metric_reads import current_points_of_block
 
@@ -27,15 +27,23 @@ class KeyFigures:
     last_wall: float
 
 
-def key_figures(
-    session: Session, job_ids: Sequence[int], keys: Sequence[str], currents: dict[int, CurrentPoints]
+def key_figures(session: Session, job_id: int, keys: Sequence[str] | None = None) -> dict[str, KeyFigures]:
+    """Count, mean, maximum and first / last wall time per key (of `keys`, or all): `key_figures_of_jobs` of one."""
+    return key_figures_of_jobs(session, [job_id], keys, {job_id: current_points(session, job_id)})[job_id]
+
+
+def key_figures_of_jobs(
+    session: Session, job_ids: Sequence[int], keys: Sequence[str] | None, currents: dict[int, CurrentPoints]
 ) -> dict[int, dict[str, KeyFigures]]:
-    """Per job, count, mean, maximum and first / last wall time per key of `keys`: an aggregate over the
-    blocks' figures, plus the blocks a later attempt cut short, unpacked. Two statements for all the jobs."""
+    """Per job, count, mean, maximum and first / last wall time per key (of `keys`, or all): an aggregate over
+    the blocks' figures, plus the blocks a later attempt cut short, unpacked; at most two statements for all
+    the jobs. `currents`: every job's current_points."""
     if not job_ids:
         return {}
     bound = bound_of_jobs(currents, MetricBlock.job_id, MetricBlock.attempt)
-    where = [MetricBlock.job_id.in_(job_ids), MetricBlock.key.in_(keys), MetricBlock.first_step < bound]
+    where = [MetricBlock.job_id.in_(job_ids), MetricBlock.first_step < bound]
+    if keys is not None:
+        where.append(MetricBlock.key.in_(keys))
     sums: dict[tuple[int, str], list[float]] = {}
     whole = session.execute(
         select(
