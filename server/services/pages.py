@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pydantic import TypeAdapter
-from sqlalchemy import Integer, select
+from sqlalchemy import Integer, and_, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from server.models import Job as Job  # the rows these reads return, for the pages' annotations
@@ -53,9 +53,23 @@ def log_tail(session: Session, job_id: int, limit: int = 500) -> list[LogLineOut
 
 def sample_steps(session: Session, job_id: int, kind: str = "eval") -> list[int]:
     """Steps that have current samples of this kind (not of an attempt a retry superseded), ascending."""
-    current = current_points(session, job_id)
-    stmt = select(Sample.step, Sample.attempt).where(Sample.job_id == job_id, Sample.kind == kind).distinct()
-    return sorted({step for step, attempt in session.execute(stmt) if current.is_current(attempt, step)})
+    return sample_steps_of_jobs(session, [job_id], {job_id: current_points(session, job_id)}, kind)[job_id]
+
+
+def sample_steps_of_jobs(
+    session: Session, job_ids: Sequence[int], currents: dict[int, CurrentPoints], kind: str = "eval"
+) -> dict[int, list[int]]:
+    """`sample_steps` of many jobs in one statement (`currents`: every job's current_points)."""
+    steps: dict[int, set[int]] = {job_id: set() for job_id in job_ids}
+    stmt = (
+        select(Sample.job_id, Sample.step, Sample.attempt)
+        .where(Sample.job_id.in_(job_ids), Sample.kind == kind)
+        .distinct()
+    )
+    for job_id, step, attempt in session.execute(stmt):
+        if currents[job_id].is_current(attempt, step):
+            steps[job_id].add(step)
+    return {job_id: sorted(found) for job_id, found in steps.items()}
 
 
 # Per attempt, its first eval sample: an attempt has a current sample if and only if its first one is.
@@ -74,10 +88,23 @@ def has_current_samples(session: Session, job_id: int, current: CurrentPoints) -
 
 def samples_at(session: Session, job_id: int, steps: Sequence[int], kind: str = "eval") -> list[Sample]:
     """Current samples of the given steps, ordered by prompt, seed, step and attempt (a later attempt wins)."""
-    current = current_points(session, job_id)
+    return samples_at_of_jobs(session, {job_id: steps}, {job_id: current_points(session, job_id)}, kind)[job_id]
+
+
+def samples_at_of_jobs(
+    session: Session, steps: dict[int, Sequence[int]], currents: dict[int, CurrentPoints], kind: str = "eval"
+) -> dict[int, list[Sample]]:
+    """`samples_at` of many jobs, each at its own steps, in one statement (`currents`: every job's)."""
+    out: dict[int, list[Sample]] = {job_id: [] for job_id in steps}
+    wanted = [and_(Sample.job_id == job_id, Sample.step.in_(s)) for job_id, s in steps.items() if s]
+    if not wanted:
+        return out
     stmt = (
         select(Sample)
-        .where(Sample.job_id == job_id, Sample.kind == kind, Sample.step.in_(steps))
-        .order_by(Sample.prompt, Sample.seed, Sample.step, Sample.attempt)
+        .where(or_(*wanted), Sample.kind == kind)
+        .order_by(Sample.job_id, Sample.prompt, Sample.seed, Sample.step, Sample.attempt)
     )
-    return [sample for sample in session.scalars(stmt) if current.is_current(sample.attempt, sample.step)]
+    for sample in session.scalars(stmt):
+        if currents[sample.job_id].is_current(sample.attempt, sample.step):
+            out[sample.job_id].append(sample)
+    return out

@@ -16,20 +16,28 @@ from server.services.experiments import create_experiment
 
 EXECUTORS = ["native", "lean_retain"]
 SEEDS = [1, 2]
-SPEEDS = {"native": 1.0, "lean_retain": 1.5}  # lean_retain's seeds run 1.5x and 1.6x native's
+SPEEDS = {"native": 1.0, "lean_retain": 1.5, "jagg": 1.3}  # lean_retain's seeds run 1.5x and 1.6x native's
 PROMPTS = ["a red apple", "a blue ocean"]
 
 
-def seed_experiment(app: FastAPI, token: str, *, finished: bool = True, name: str = "exec-by-seed") -> int:
-    """A 2 executors x 2 seeds experiment of the token's user in team vision; with `finished`, every cell has
-    succeeded with 20 steps of metrics and eval samples at steps 0, 5, 10, 15."""
+def seed_experiment(
+    app: FastAPI,
+    token: str,
+    *,
+    finished: bool = True,
+    name: str = "exec-by-seed",
+    executors: list[str] = EXECUTORS,
+    seeds: list[int] = SEEDS,
+) -> int:
+    """An executors x seeds experiment (2 x 2 unless told) of the token's user in team vision; with `finished`,
+    every cell has succeeded with 20 steps of metrics and eval samples at steps 0, 5, 10, 15."""
     settings = app.state.settings
     with app.state.sessionmaker() as session:
         caller = authenticate_api_token(session, token)
         body = ExperimentCreate(
             name=name,
             spec={**SPEC_BASE, "name": name},
-            axes=[AxisIn(path="executor.name", values=EXECUTORS), AxisIn(path="seed", values=SEEDS)],
+            axes=[AxisIn(path="executor.name", values=executors), AxisIn(path="seed", values=seeds)],
         )
         detail = create_experiment(session, caller, body, settings, "vision")
         if finished:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session
 from server.services import compare, pages
 from server.services.auth import Caller
+from server.services.current_points import current_points_of_jobs
 from server.services.job_reads import JobFilters, list_jobs
 from web.pages.deps import page_caller
 from web.pages.gallery import pick
@@ -34,16 +35,19 @@ CHARTS: list[dict[str, Any]] = [
 
 def synced_gallery(session: Session, jobs: list[Job], index: int | None) -> dict[str, Any]:
     """One eval prompt per row, one job per column, all at the chosen step (each job's latest sample at or
-    before it), with the lowest seed so that the images are comparable."""
-    own = {job.id: pages.sample_steps(session, job.id) for job in jobs}
+    before it), with the lowest seed so that the images are comparable; three statements for all the jobs."""
+    ids = [job.id for job in jobs]
+    currents = current_points_of_jobs(session, ids)
+    own = pages.sample_steps_of_jobs(session, ids, currents)
     steps = sorted(set().union(*own.values()))
     if not steps:
         return {"steps": []}
     index = pick(steps, index, None)
+    at = {job_id: [s for s in job_steps if s <= steps[index]][-1:] for job_id, job_steps in own.items()}
+    found = pages.samples_at_of_jobs(session, at, currents)
     cells: dict[tuple[str, int], Sample] = {}
     for job in jobs:
-        before = [s for s in own[job.id] if s <= steps[index]]
-        for sample in pages.samples_at(session, job.id, before[-1:]):
+        for sample in found[job.id]:
             current = cells.get((sample.prompt, job.id))
             if current is None or current.seed == sample.seed:  # lowest seed; a later attempt replaces
                 cells[(sample.prompt, job.id)] = sample
