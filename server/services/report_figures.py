@@ -5,6 +5,8 @@ samples, read from the artifact store. Curves come from services.experiment_curv
 from __future__ import annotations
 
 import html
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
@@ -42,7 +44,25 @@ def _scale(lo: float, hi: float, out_lo: float, out_hi: float) -> tuple[float, f
     return (out_hi - out_lo) / span, out_lo - lo * (out_hi - out_lo) / span
 
 
-def _frame(title: str, x_label: str, y_lo: float, y_hi: float, body: list[str], legend: list[tuple[str, str]]) -> str:
+def step_ticks(lo: int, hi: int, most: int = 6) -> list[int]:
+    """At most `most` round steps (1, 2 or 5 times a power of ten apart) from `lo` to `hi`, for the step axis."""
+    gap, factors = 1, itertools.cycle((2.0, 2.5, 2.0))
+    while (hi - lo) // gap + 1 > most:
+        gap = round(gap * next(factors))
+    first = -(-lo // gap) * gap
+    return list(range(first, hi + 1, gap))
+
+
+def _frame(
+    title: str,
+    x_label: str,
+    y_lo: float,
+    y_hi: float,
+    body: list[str],
+    legend: list[tuple[str, str]],
+    x_ticks: Sequence[tuple[float, str]] = (),
+) -> str:
+    """Axes with y ticks (and x ticks: position in px, label), the body, and the legend above."""
     ticks = [y_lo + (y_hi - y_lo) * i / 4 for i in range(5)]
     ys, yo = _scale(y_lo, y_hi, HEIGHT - PAD, PAD / 2)
     axis = [
@@ -51,6 +71,11 @@ def _frame(title: str, x_label: str, y_lo: float, y_hi: float, body: list[str], 
         *(
             f'<text x="{PAD - 4}" y="{t * ys + yo + 4:.1f}" font-size="10" text-anchor="end">{t:.3g}</text>'
             for t in ticks
+        ),
+        *(
+            f'<line x1="{x:.1f}" y1="{HEIGHT - PAD}" x2="{x:.1f}" y2="{HEIGHT - PAD + 4}" stroke="#333"/>'
+            f'<text x="{x:.1f}" y="{HEIGHT - PAD + 15}" font-size="10" text-anchor="middle">{html.escape(label)}</text>'
+            for x, label in x_ticks
         ),
         f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" font-size="11" text-anchor="middle">{html.escape(x_label)}</text>',
     ]
@@ -87,9 +112,9 @@ def _reward_plot(session: Session, groups: list[CellGroup]) -> str | None:
         body.append(f'<polygon points="{" ".join(upper + lower[::-1])}" fill="{colour}" fill-opacity="0.15"/>')
         body.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{colour}" stroke-width="1.6"/>')
         legend.append((label, colour))
-    return _frame(
-        f"{REWARD_KEY} by step", f"step ({REWARD_KEY}: mean over seeds, band: min to max)", y_lo, y_hi, body, legend
-    )
+    x_ticks = [(step * xs + xo, str(step)) for step in step_ticks(int(x_lo), int(x_hi))]
+    x_label = f"step ({REWARD_KEY}: mean over seeds, band: min to max)"
+    return _frame(f"{REWARD_KEY} by step", x_label, y_lo, y_hi, body, legend, x_ticks)
 
 
 def _speed_plot(groups: list[CellGroup]) -> str | None:

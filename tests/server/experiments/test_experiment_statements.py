@@ -3,44 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from experiment_cells import create, run_cell
 from server_harness import Harness
 from sqlalchemy.engine import Engine
 from statement_count import statements
 
-from server.models import Allocation, utcnow
-
 CREATE_BOUND = 30  # 25 on 2026-11-30: auth, checks, one INSERT per table, the summary's reads
 SUMMARY_BOUND = 20  # 15 on 2026-11-30: auth, the experiment, its jobs, one read per figure for all cells
 ROW_INSERTS = ("INSERT INTO jobs ", "INSERT INTO job_events ", "INSERT INTO audit_events ")
-KEYS = ("throughput/samples_per_s", "reward/mean", "memory/peak_bytes")
 
 
 def _engine(harness: Harness) -> Engine:
     return harness.client.app.state.sessionmaker.kw["bind"]
-
-
-def _create(harness: Harness, *axes: tuple[str, list[Any]]) -> dict[str, Any]:
-    body = {"name": "exp", "spec": {"name": "base", "algorithm": {"total_steps": 4}}}
-    body["axes"] = [{"path": path, "values": values} for path, values in axes]
-    response = harness.client.post("/api/v1/experiments", json=body, headers=harness.admin)
-    assert response.status_code == 201, response.text
-    return dict(response.json())
-
-
-def _run_cell(harness: Harness, job_id: int, host: int, speed: float) -> None:
-    token = harness.start_job(job_id, host_id=host)
-    steps = [{"step": i, "wall_time": 1000.0 + i, "values": {key: speed * (i + 1) for key in KEYS}} for i in range(4)]
-    response = harness.client.post(
-        f"/api/v1/ingest/{job_id}/metrics", json={"attempt": 1, "steps": steps}, headers=token
-    )
-    assert response.status_code == 200, response.text
-    harness.finish_job(job_id)
-    with harness.session() as session:
-        for allocation in session.query(Allocation).filter_by(job_id=job_id):
-            allocation.released_at = utcnow()
-        session.commit()
 
 
 def _batched(harness: Harness, sent: list[str]) -> list[str]:
@@ -55,16 +29,16 @@ def test_creating_a_64_cell_experiment_sends_a_bounded_number_of_statements(harn
     harness.client.app.state.settings.max_queued_per_user = 1000
     harness.client.app.state.settings.max_queued_per_team = 1000
     with statements(_engine(harness)) as sent:
-        body = _create(harness, ("seed", list(range(64))))
+        body = create(harness, ("seed", list(range(64))))
     assert body["cell_count"] == 64
     assert len(_batched(harness, sent)) <= CREATE_BOUND, "\n".join(sent)
 
 
 def test_the_summary_of_a_3_by_3_experiment_sends_a_bounded_number_of_statements(harness: Harness) -> None:
     host = harness.add_host("gpu-1", device_type="cpu", count=2)
-    body = _create(harness, ("executor.name", ["native", "lean_retain", "jagg"]), ("seed", [1, 2, 3]))
+    body = create(harness, ("executor.name", ["native", "lean_retain", "jagg"]), ("seed", [1, 2, 3]))
     for n, cell in enumerate(sorted(body["cells"], key=lambda c: c["position"])):
-        _run_cell(harness, cell["job_id"], host, 1.0 + n / 10)
+        run_cell(harness, cell["job_id"], host, 1.0 + n / 10)
     with statements(_engine(harness)) as sent:
         detail = harness.client.get(f"/api/v1/experiments/{body['id']}", headers=harness.admin).json()
     assert all(row["samples_per_s"] is not None for row in detail["summary"]["jobs"])
