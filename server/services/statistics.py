@@ -6,6 +6,7 @@ P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2) (Abramowitz & Stegun 26.7.1 / 26.5.27).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,8 +54,10 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.cache
 def t_quantile(p: float, df: float) -> float:
-    """The t with P(T <= t) = p, by bisection on t_cdf (monotone), to full double precision."""
+    """The t with P(T <= t) = p, by bisection on t_cdf (monotone), to full double precision; remembered, as
+    a summary asks for the same few (0.975 on n - 1 degrees of freedom) at every poll."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must lie in (0, 1), not {p}")
     if p < 0.5:
