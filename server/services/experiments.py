@@ -97,7 +97,8 @@ def _checked_specs(
     """Every cell's spec validated and placeable, or one 422 listing each bad cell and field."""
     specs: list[JobSpec] = []
     failures: list[tuple[Cell, dict[str, str]]] = []
-    placeable: set[bytes] = set()
+    placeable: set[bytes] = set()  # resources, and then rewards, that passed: checked once, not once per cell
+    served: set[bytes] = set()
     for cell in cells:
         data = cell_spec(request.spec, cell, request.name)
         if fair:
@@ -107,7 +108,10 @@ def _checked_specs(
                 resources["gpu_model"] = gpu_model
         try:
             spec = validate_spec(data, settings)
-            check_service_rewards(session, spec, team.team_id, team.team_name)
+            rewards_key = orjson.dumps([reward.model_dump(mode="json") for reward in spec.reward])
+            if rewards_key not in served:
+                check_service_rewards(session, spec, team.team_id, team.team_name)
+                served.add(rewards_key)
             resources_key = orjson.dumps(spec.resources.model_dump(mode="json"))
             if resources_key not in placeable:
                 check_capacity(session, spec)
