@@ -14,9 +14,9 @@ class ServiceFigures(_Model):
     """The server's own counters since it (re)started, rates over the last scrape interval, and latency
     percentiles from its histogram, as the server computes them for every reader."""
 
-    requests: int = 0
-    images: int = 0
-    errors: int = 0
+    requests: int | None = 0
+    images: int | None = 0
+    errors: int | None = 0
     request_rate: float | None = None
     images_per_s: float | None = None
     latency_p50_s: float | None = None

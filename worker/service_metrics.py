@@ -30,8 +30,15 @@ def parse_scrape(text: str, launch: int, scraped_at: datetime) -> dict[str, Any]
     return {
         "launch": launch,
         "scraped_at": scraped_at.isoformat(),
-        "requests": int(totals[REQUESTS]),
-        "images": int(totals[IMAGES]),
-        "errors": int(totals[ERRORS]),
-        "latency_buckets": [["+Inf" if math.isinf(b) else repr(b), buckets[b]] for b in sorted(buckets)],
+        "requests": _count(totals[REQUESTS]),
+        "images": _count(totals[IMAGES]),
+        "errors": _count(totals[ERRORS]),
+        "latency_buckets": [
+            ["+Inf" if math.isinf(b) else repr(b), buckets[b]] for b in sorted(buckets) if math.isfinite(buckets[b])
+        ],
     }
+
+
+def _count(value: float) -> int | None:
+    """A counter as stored: JSON (and PostgreSQL's json) has no NaN or infinity, so those are unknown."""
+    return int(value) if math.isfinite(value) else None

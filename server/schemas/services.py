@@ -28,11 +28,11 @@ class ServiceCreate(BaseModel):
 class ServiceFigures(BaseModel):
     """What the reward server's own /metrics say, as services.reward_service_figures computes it."""
 
-    requests: int = Field(description="scoring requests since the server (re)started")
-    images: int = Field(description="images scored since the server (re)started")
-    errors: int = Field(description="requests that failed since the server (re)started")
-    request_rate: float | None = Field(description="requests/s between the last two scrapes")
-    images_per_s: float | None = Field(description="images/s between the last two scrapes")
+    requests: int | None = Field(description="scoring requests since the server (re)started; null if unknown")
+    images: int | None = Field(description="images scored since the server (re)started; null if unknown")
+    errors: int | None = Field(description="requests that failed since the server (re)started; null if unknown")
+    request_rate: float | None = Field(description="requests/s over the last minute of scrapes")
+    images_per_s: float | None = Field(description="images/s over the last minute of scrapes")
     latency_p50_s: float | None = Field(description="median request latency, from the latency histogram")
     latency_p99_s: float | None = Field(description="99th percentile request latency, from the latency histogram")
     scraped_at: UtcDatetime | None

@@ -50,22 +50,26 @@ def figures(latest: dict[str, Any] | None, recent: Sequence[dict[str, Any]] | No
             latency_p99_s=None,
             scraped_at=None,
         )
-    buckets = [(float(bound), float(count)) for bound, count in latest.get("latency_buckets", [])]
+    buckets = [
+        (float(bound), float(count) if isinstance(count, int | float) else math.nan)
+        for bound, count in latest.get("latency_buckets", [])
+    ]
+    known = all(math.isfinite(count) for _, count in buckets)
     request_rate = images_per_s = None
     previous = recent[0] if recent else None
     if previous and previous.get("launch") == latest.get("launch"):
         seconds = (_when(latest) - _when(previous)).total_seconds()
         if seconds > 0:
-            request_rate = max(0.0, (latest["requests"] - previous["requests"]) / seconds)
-            images_per_s = max(0.0, (latest["images"] - previous["images"]) / seconds)
+            request_rate = _rate(latest, previous, "requests", seconds)
+            images_per_s = _rate(latest, previous, "images", seconds)
     return ServiceFigures(
-        requests=int(latest["requests"]),
-        images=int(latest["images"]),
-        errors=int(latest["errors"]),
+        requests=_count(latest, "requests"),
+        images=_count(latest, "images"),
+        errors=_count(latest, "errors"),
         request_rate=request_rate,
         images_per_s=images_per_s,
-        latency_p50_s=histogram_quantile(0.5, buckets),
-        latency_p99_s=histogram_quantile(0.99, buckets),
+        latency_p50_s=histogram_quantile(0.5, buckets) if known else None,
+        latency_p99_s=histogram_quantile(0.99, buckets) if known else None,
         scraped_at=_when(latest),
     )
 
@@ -108,6 +112,19 @@ def jobs_using(session: Session, services: Sequence[RewardService]) -> dict[int,
             if service_id is not None:
                 out[service_id].append(ServiceJob(id=job_id, name=name, status=status))
     return out
+
+
+def _count(scrape: dict[str, Any], key: str) -> int | None:
+    """A counter as a whole number; None where the scrape holds no finite, non-negative count."""
+    value = scrape.get(key)
+    if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
+def _rate(latest: dict[str, Any], previous: dict[str, Any], key: str, seconds: float) -> float | None:
+    now, then = _count(latest, key), _count(previous, key)
+    return None if now is None or then is None else max(0.0, (now - then) / seconds)
 
 
 def _when(scrape: dict[str, Any]) -> datetime:

@@ -87,8 +87,8 @@ def list_services(
             number(f.request_rate, 3),
             _latency(f.latency_p50_s),
             _latency(f.latency_p99_s),
-            str(f.requests),
-            str(f.errors),
+            number(f.requests, 12),
+            number(f.errors, 12),
             str(len(s.jobs)),
         )
     out.print(table)
@@ -110,8 +110,8 @@ def show(service_id: Annotated[int, typer.Argument(help="service id")], as_json:
         "devices": f"{s.devices} {s.device_type} on {_where(s)}",
         "url": s.url or "-",
         "restarts": str(s.restarts),
-        "requests": f"{f.requests} ({number(f.request_rate, 3)}/s), {f.errors} errors",
-        "images": f"{f.images} ({number(f.images_per_s, 3)}/s)",
+        "requests": f"{number(f.requests, 12)} ({number(f.request_rate, 3)}/s), {number(f.errors, 12)} errors",
+        "images": f"{number(f.images, 12)} ({number(f.images_per_s, 3)}/s)",
         "latency p50 / p99": f"{_latency(f.latency_p50_s)} / {_latency(f.latency_p99_s)}",
         "last healthy": when(s.last_health_at),
         "team / created by": f"{s.team or '-'} / {s.created_by or '-'}",

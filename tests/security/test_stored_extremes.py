@@ -18,7 +18,7 @@ from security_support import login_with_token
 from server_harness import Harness, png_bytes
 from sqlalchemy import update
 
-from server.models import Allocation, Artifact, Device, Job, Sample
+from server.models import Allocation, Artifact, Device, Job, RewardService, Sample
 from server.schemas.common import MAX_INT32
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
@@ -36,7 +36,8 @@ def _get_routes(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, APIR
 
 
 def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None:
-    """Every numeric column a job's pages and reads show, set to `value` (or the largest integer it holds)."""
+    """Every numeric column a job's (and its experiment's, and a reward service's) pages and reads show, set to
+    `value` (or the largest integer it holds)."""
     first_finite, last_finite = np.zeros(3, dtype=metric_blocks.POINT), np.zeros(3, dtype=metric_blocks.POINT)
     first_finite["step"] = last_finite["step"] = [1, 2, MAX_INT32]
     first_finite["value"], first_finite["wall"] = [0.5, value, value], [1.0, value, value]
@@ -64,13 +65,20 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
         session.execute(update(Artifact).where(Artifact.job_id == job_id).values(size_bytes=MAX_INT64, step=MAX_INT32))
         session.execute(update(Device).values(memory_bytes=MAX_INT64))
         session.execute(update(Allocation).where(Allocation.job_id == job_id).values(exit_code=MAX_INT32))
+        count = value if math.isfinite(value) or session.bind.dialect.name == "sqlite" else None  # no NaN in json
+        scrape = {"launch": 1, "scraped_at": "2026-11-30T12:00:00", "requests": MAX_INT64, "images": count,
+                  "errors": MAX_INT64, "latency_buckets": [["0.1", count], ["+Inf", count]]}  # fmt: skip
+        session.execute(
+            update(RewardService).values(metrics=scrape, recent_metrics=[scrape | {"scraped_at": "2026-11-30"}])
+        )
         record_first_step(session, job_id, 1, 1)
         metric_blocks.store(session, job_id, 1, metric_blocks.BatchPoints(by_key))
         session.commit()
 
 
-def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int) -> list[str]:
-    fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1}
+def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int) -> list[str]:
+    fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
+    fill |= {"service_id": 1}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
     urls = []
     for path, route in _get_routes(harness.client.app.routes):
@@ -87,8 +95,11 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
         pytest.skip("SQLite stores NaN as NULL")
     harness = db_harness
     harness.add_host("gpu-1", "cpu", count=1)
-    other_id = harness.submit_ok({"name": "plain"})
-    job_id = harness.submit_ok({"name": "extremes"})
+    body = {"name": "extremes", "spec": {"name": "extremes"}, "axes": [{"path": "seed", "values": [1, 2]}]}
+    experiment = harness.client.post("/api/v1/experiments", json=body, headers=harness.admin).json()
+    job_id, other_id = (cell["job_id"] for cell in experiment["cells"])
+    service = {"name": "bright", "reward": "brightness", "device_type": "cpu"}
+    assert harness.client.post("/api/v1/services", json=service, headers=harness.admin).status_code == 201
     token = harness.start_job(job_id)
     files = {"image": ("s.png", png_bytes(), "image/png")}
     form = {"attempt": "1", "step": "1", "kind": "eval", "prompt": "p", "seed": "1"}
@@ -99,7 +110,7 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     _poison(harness, job_id, sample_id, POISONS[poison])
     assert login_with_token(harness, harness.admin) == 303
     failures: dict[str, object] = {}
-    for url in _urls(harness, job_id, sample_id, other_id):
+    for url in _urls(harness, job_id, sample_id, other_id, experiment["id"]):
         try:
             status = harness.client.get(url, headers=harness.admin, follow_redirects=False).status_code
         except Exception as exc:  # the app's own crash, re-raised by the test client
