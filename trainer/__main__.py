@@ -1,4 +1,4 @@
-"""``python -m trainer run --spec FILE --output-dir DIR [--resume]``.
+"""``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``).
 
 Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field).
 """
@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from trainer.spec import SpecError, spec_errors
+
+PROBE_FILE = "probe.json"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument("--rounds", type=int, default=3, help="timed A B A B rounds after the warm-up")
     bench_parser.add_argument("--warmup", type=int, default=1)
     bench_parser.add_argument("--json", type=Path, help="also write the report here")
+    probe_parser = commands.add_parser("probe", help="measure every executor at reduced sizes for the advisor")
+    probe_parser.add_argument("--spec", type=Path, required=True)
+    probe_parser.add_argument("--output-dir", type=Path, required=True, help="probe.json is written here")
+    probe_parser.add_argument("--executors", help="comma-separated (default: every executor)")
     args = parser.parse_args(argv)
 
     try:
@@ -37,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             return audit_command(args.spec, args.executors.split(","))
         if args.command == "bench":
             return bench_command(args.spec, args.executors.split(","), args.rounds, args.warmup, args.json)
+        if args.command == "probe":
+            names = [n.strip() for n in args.executors.split(",") if n.strip()] if args.executors else None
+            return probe_command(args.spec, args.output_dir, names)
         from trainer.run import run
 
         run(args.spec, args.output_dir, args.resume)
@@ -82,6 +91,27 @@ def bench_command(spec: Path, executors: list[str], rounds: int, warmup: int, ou
         print(markdown([report]))
         if output is not None:
             output.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def probe_command(spec: Path, output_dir: Path, executors: list[str] | None) -> int:
+    """Write probe.json (rank 0) and send it through the ingest door when run as a platform job."""
+    import os
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # as for bench: the CPU peak is read under the profiler
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    from trainer.probe.measure import probe
+    from trainer.reporting.reporter import Reporter
+
+    report = probe(spec, executors)
+    if os.environ.get("RANK", "0") == "0":
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / PROBE_FILE).write_text(report.model_dump_json(indent=2))
+        reporter = Reporter.from_environment(output_dir)
+        report.attempt = reporter.attempt
+        reporter.probe(report)
+        reporter.close()
+        print(f"probe of {len(report.executors)} executors written to {output_dir / PROBE_FILE}")
     return 0
 
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from pydantic import ValidationError
 
 from trainer.distributed import Distributed
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
@@ -36,17 +35,8 @@ from trainer.layout import step_batch
 from trainer.rollout import Trajectory
 from trainer.run import load_spec
 from trainer.sharding import local_value
-from trainer.spec import (
-    FSDP_EXECUTORS,
-    DigenrlOptions,
-    ExecutorOptions,
-    JaggOptions,
-    JobSpec,
-    SpecError,
-    default_options,
-    spec_errors,
-    with_executor,
-)
+from trainer.spec import FSDP_EXECUTORS, ExecutorOptions, JaggOptions, JobSpec, SpecError
+from trainer.spec.executor_choice import options_for
 
 # The relative L2 bound of each exactness class (docs/executors.md §1): E0 bitwise, E1 up to floating-point
 # reassociation; class A (approximate) is reported only.
@@ -73,25 +63,6 @@ def deterministic() -> None:
     torch.backends.cudnn.benchmark = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-
-
-def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
-    """The options ``name`` runs with on ``spec``: the spec's own for its executor, the defaults for
-    another (but the Lean executors share ``after_first_update``, so a hybrid spec audits each on the same
-    updates); digenrl on-policy (the audit compares exact gradients). Refused, naming the field, where
-    that executor cannot run the spec; the spec itself is never changed."""
-    options = spec.executor if name == spec.executor.name else default_options(name)
-    hybrid = getattr(spec.executor, "after_first_update", None)
-    if options is not spec.executor and hybrid is not None and "after_first_update" in type(options).model_fields:
-        options = options.model_copy(update={"after_first_update": hybrid})
-    if isinstance(options, DigenrlOptions):
-        options = options.model_copy(update={"max_staleness": 0})
-    try:
-        with_executor(spec, options)
-    except ValidationError as exc:
-        (first, *_) = spec_errors(exc)
-        raise SpecError(first["field"], f"{name}: {first['message']}") from exc
-    return options
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -12,8 +12,7 @@ from trainer.job import TrainingJob
 from trainer.spec import ExecutorOptions
 
 EXECUTOR_CLASSES: dict[str, type[Executor]] = {
-    cls.name: cls
-    for cls in (NativeExecutor, LeanRetainExecutor, LeanReweightExecutor, JaggExecutor, DigenrlExecutor)
+    cls.name: cls for cls in (NativeExecutor, LeanRetainExecutor, LeanReweightExecutor, JaggExecutor, DigenrlExecutor)
 }
 
 

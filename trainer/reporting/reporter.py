@@ -48,6 +48,7 @@ from trainer.spec.ingest import (
     SampleForm,
     SampleKind,
 )
+from trainer.spec.probe_report import ProbeReport
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,10 @@ class Reporter:
             self.print(f"reporter: artifact {name} not registered: {exc}")
             return
         self._append({"kind": "artifacts", "json": body.model_dump()})
+
+    def probe(self, report: ProbeReport) -> None:
+        """The advisor's probe report (POST .../probe), spooled like every other event."""
+        self._append({"kind": "probe", "json": report.model_dump(mode="json")})
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         """Wait until the spool is shipped, at most about `timeout_s`; then the spool goes. Unshipped events

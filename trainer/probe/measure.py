@@ -1,0 +1,269 @@
+"""The probe (docs/advisor.md): a few steps of each applicable executor at reduced sizes, on the target host.
+
+One job serves every executor (as in the bench): the audit's session first takes one step of each from the
+same weights on one frozen trajectory (exactness class, relative L2 and cosine against native's gradient);
+then each executor runs at K ∈ {K₁, K₂} × prompts ∈ {p₁, p₂} (trainer/spec/probe_sizes.py): one warm-up step,
+TIMED_STEPS timed steps (their median) and one step whose peak memory is read. The unit costs F, F_g and B
+are the bench's (trainer/bench.py) at every row count the advice prices. A failure (out of memory at a probe
+size, a size the executor refuses) ends that executor's probe with the reason; the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile
+
+from trainer.algorithms.registry import make_algorithm
+from trainer.audit import AuditSession, compare
+from trainer.bench import optimizer_seconds, unit_costs
+from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
+from trainer.job import TrainingJob
+from trainer.layout import layout_error, step_batch
+from trainer.run import load_spec
+from trainer.spec import EXECUTORS, JobSpec, NativeOptions, SpecError
+from trainer.spec.executor_choice import options_for
+from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
+from trainer.spec.probe_sizes import PROBE_PROMPTS, probe_trained, resized
+
+TIMED_STEPS = 2
+UNPROBED = {"digenrl": "the probe does not run digenrl's two-pool pipeline; use make bench for it"}
+
+
+def probe_prompts(spec: JobSpec, world: int, layout: str) -> list[int]:
+    """The two smallest prompt counts the rank layout accepts, from PROBE_PROMPTS upwards."""
+    found: list[int] = []
+    prompts = PROBE_PROMPTS[0]
+    while len(found) < len(PROBE_PROMPTS) and prompts <= 64:
+        if layout_error(prompts, spec.algorithm.group_size, world, layout) is None:
+            found.append(prompts)
+        prompts += 1
+    return found
+
+
+def resident_bytes(device: torch.device) -> int:
+    """What a step starts from: CUDA's allocated bytes, or the process's resident set on the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.memory_allocated(device)
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def profiled_peak_bytes(action: Callable[[], object]) -> int:
+    """The CPU step's peak live bytes above its start from the profiler's raw allocation records, in time order.
+    The bench's ``peak_step_bytes`` reads the same records through ``prof.events()``, whose function tree takes
+    seconds to build per step; the raw records also keep each op's temporaries (the tree nets them out)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        action()
+    records = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    changes = sorted((e.start_ns(), e.nbytes()) for e in records if e.name() == "[memory]")
+    live = peak = 0
+    for _, change in changes:
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+def step_peak_bytes(device: torch.device, action: Callable[[], object]) -> int:
+    """Peak bytes above the step's start: CUDA's allocator peak, or the profiler's records on the CPU."""
+    if device.type != "cuda":
+        return profiled_peak_bytes(action)
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    start = torch.cuda.memory_allocated(device)
+    action()
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - start
+
+
+def sized(job: TrainingJob, spec: JobSpec) -> None:
+    """The job at another K and batch: its spec and the algorithm's plan (the weights and optimizer stay)."""
+    algo = spec.algorithm
+    job.spec = spec
+    job.algorithm = make_algorithm(algo, job.family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
+
+
+def undo_determinism() -> None:
+    """The audit's deterministic kernels would slow the timed steps on a GPU."""
+    torch.use_deterministic_algorithms(False)
+    torch.backends.cudnn.benchmark = True
+
+
+class Prober:
+    def __init__(self, spec: JobSpec, names: list[str]) -> None:
+        """The audit session (and its job) at the largest of the executors' smaller K, and the smaller batch."""
+        self.spec = spec
+        self.trained = {name: probe_trained(spec, options_for(spec, name)) for name in names}
+        audited = max(ks[0] for ks in self.trained.values())
+        layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.prompts = probe_prompts(spec, world, layout)
+        self.audit_spec = audit_spec(spec, audited, self.prompts[0])
+        self.audited = [n for n in names if accepts(self.audit_spec, n)]
+        self.session = AuditSession(self.audit_spec, self.audited)
+        self.job = self.session.job
+        self.dist = self.job.dist
+        self.counter = 0
+
+    def gradients(self, names: list[str]) -> dict[str, ExecutorProbe]:
+        """Each executor's class and distance to native's gradient on the session's frozen trajectory."""
+        captures = {name: self.session.capture(name) for name in self.audited}
+        probes = {name: ExecutorProbe(name=name, exactness=EXECUTOR_CLASSES[name].exactness_class) for name in names}
+        for name, capture in captures.items():
+            result = compare(capture, captures["native"], self.session.names)  # native against itself: 0, 1
+            probes[name] = ExecutorProbe(
+                name=name,
+                exactness=capture.exactness,  # type: ignore[arg-type]
+                gradient_rel_l2=result["rel_l2"],
+                gradient_cosine=result["cosine"],
+            )
+        self.job.replay = None
+        undo_determinism()
+        return probes
+
+    def rows(self, prompts: int) -> int:
+        return prompts * self.spec.algorithm.group_size // self.dist.world_size
+
+    def one_step(self, name: str, executor: object) -> dict[str, float]:
+        self.counter += 1
+        algo, job = self.job.spec.algorithm, self.job
+        batch = step_batch(
+            job.prompts,
+            self.counter,
+            self.spec.seed,
+            algo.prompts_per_step,
+            algo.group_size,
+            self.dist.rank,
+            self.dist.world_size,
+            EXECUTOR_CLASSES[name].layout,
+        )
+        self.dist.barrier()
+        began = time.perf_counter()
+        metrics = executor.train_step(batch).metrics  # type: ignore[attr-defined]
+        self.dist.barrier()
+        return {**metrics, "time/wall": time.perf_counter() - began}
+
+    def point(self, name: str, trained: int, prompts: int) -> tuple[ProbePoint, float]:
+        """One size: (the point, the reward phase's seconds per sample)."""
+        spec = resized(self.spec, trained, prompts, options_for(self.spec, name))
+        sized(self.job, spec)
+        executor = make_executor(options_for(spec, name), self.job)
+        self.one_step(name, executor)
+        timed = [self.one_step(name, executor) for _ in range(TIMED_STEPS)]
+        peak = step_peak_bytes(self.dist.device, lambda: self.one_step(name, executor))
+        if self.dist.world_size > 1:
+            value = torch.tensor([float(peak)], device=self.dist.device)
+            dist.all_reduce(value, op=dist.ReduceOp.MAX)
+            peak = int(value.item())
+        rows = self.rows(prompts)
+        point = ProbePoint(
+            trained=trained,
+            prompts=prompts,
+            rows=rows,
+            step_seconds=statistics.median(m["time/wall"] for m in timed),
+            sync_seconds=statistics.median(m.get("time/sync", 0.0) for m in timed),
+            peak_bytes=peak,
+        )
+        return point, statistics.median(m.get("time/reward", 0.0) for m in timed) / rows
+
+    def executor(self, probe: ExecutorProbe, reward_rates: list[float]) -> None:
+        """Fill ``probe``'s points; the first failure is its error, and its remaining sizes are skipped."""
+        for trained, prompts in ((k, p) for k in self.trained[probe.name] for p in self.prompts):
+            try:
+                point, reward_rate = self.point(probe.name, trained, prompts)
+            except (RuntimeError, SpecError, ValueError) as exc:
+                probe.error = f"probe failed at K={trained}, {prompts} prompt(s): {failure(exc)}"
+                self.recover()
+                return
+            probe.points.append(point)
+            if probe.name == "native":
+                reward_rates.append(reward_rate)
+
+    def recover(self) -> None:
+        self.job.optimizer.zero_grad(set_to_none=True)
+        if self.dist.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def audit_spec(spec: JobSpec, trained: int, prompts: int) -> JobSpec:
+    """The audit's size under the spec's own executor, or under native's where that executor refuses it."""
+    try:
+        return resized(spec, trained, prompts)
+    except ValueError:
+        return resized(spec, trained, prompts, NativeOptions())
+
+
+def accepts(spec: JobSpec, name: str) -> bool:
+    try:
+        options_for(spec, name)
+    except SpecError:
+        return False
+    return True
+
+
+def failure(exc: BaseException) -> str:
+    if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower():
+        return "out of memory"
+    if isinstance(exc, SpecError):
+        return f"{exc.field}: {exc.message}"
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
+    """Probe ``names`` (default: every executor) on this rank; every rank returns the same report."""
+    spec = load_spec(spec_path)
+    asked = ["native", *[n for n in (names or list(EXECUTORS)) if n != "native"]]
+    refused: dict[str, str] = {}
+    for name in asked:
+        if name in UNPROBED:
+            refused[name] = UNPROBED[name]
+            continue
+        try:
+            options_for(spec, name)
+        except SpecError as exc:
+            refused[name] = f"cannot run this spec: {exc.message}"
+    runnable = [n for n in asked if n not in refused]
+    if "native" in refused:
+        raise SpecError("executor.name", f"the probe needs native as its reference: {refused['native']}")
+    prober = Prober(spec, runnable)
+    probes = prober.gradients(runnable)
+    job, device = prober.job, prober.dist.device
+    resident = resident_bytes(device)
+    reward_rates: list[float] = []
+    for name in runnable:
+        prober.executor(probes[name], reward_rates)
+    full_rows = spec.algorithm.prompts_per_step * spec.algorithm.group_size // prober.dist.world_size
+    shapes = sorted({1, full_rows, *(prober.rows(p) for p in prober.prompts)})
+    sized(job, spec)
+    costs = unit_costs(job, shapes)
+    report = ProbeReport(
+        device_type=device.type,
+        device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        world_size=prober.dist.world_size,
+        unit_costs=[
+            MeasuredUnitCosts(rows=rows, forward=c["F"], forward_grad=c["F_g"], backward=c["B"])
+            for rows, c in costs.items()
+        ],
+        reward_seconds_per_sample=statistics.median(reward_rates) if reward_rates else 0.0,
+        optimizer_seconds=optimizer_seconds(job),
+        resident_bytes=resident,
+        memory_method=(
+            "CUDA allocator peak above the step's start"
+            if device.type == "cuda"
+            else "torch profiler allocation records, peak live bytes above the step's start; resident set at start"
+        ),
+        executors=[probes.get(name) or ExecutorProbe(name=name, error=refused[name]) for name in asked],
+    )
+    prober.dist.barrier()
+    prober.dist.close()
+    return report
