@@ -131,3 +131,18 @@ SERVICE_TRANSITIONS: Mapping[ServiceState, frozenset[ServiceState]] = {
     ServiceState.STOPPED: frozenset(),
     ServiceState.FAILED: frozenset(),
 }
+
+
+class JobKind(StrEnum):
+    """What a job's trainer runs: `python -m trainer run` (train) or `python -m trainer probe` (the advisor's)."""
+
+    TRAIN = "train"
+    PROBE = "probe"
+
+
+class AdviceState(StrEnum):
+    """An advice waits for its probe job's report (`probing`), then has its answer, or its probe failed."""
+
+    PROBING = "probing"
+    ANSWERED = "answered"
+    FAILED = "failed"

@@ -16,7 +16,8 @@ SCRUBBED_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MAS
 
 
 def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
-    """`python -m torch.distributed.run ... -m trainer run --spec ... --output-dir ...` for one node.
+    """`python -m torch.distributed.run ... -m trainer run --spec ... --output-dir ...` for one node (`probe` in place
+    of `run` for the advisor's probe job).
 
     Nodes may run different numbers of processes (DigenRL's pools on two hosts): torchrun gives each node
     the global ranks after those of the nodes before it."""
@@ -47,7 +48,7 @@ def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
             "--rdzv-id",
             f"sfumato-{plan.job_id}-{plan.attempt}",
         ]
-    argv += ["-m", "trainer", "run", "--spec", str(plan.spec_path), "--output-dir", str(plan.run_dir)]
+    argv += ["-m", "trainer", plan.command, "--spec", str(plan.spec_path), "--output-dir", str(plan.run_dir)]
     if plan.resume:
         argv.append("--resume")
     return argv

@@ -1,6 +1,7 @@
 """Every table, imported here so Alembic and the app see one metadata."""
 
 from server.models.account import ROLES, ApiToken, LoginThrottle, Membership, Team, User
+from server.models.advice import Advice
 from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.experiment import Experiment, ExperimentNote
@@ -40,6 +41,7 @@ __all__ = [
     "SERVICE_TRANSITIONS",
     "TERMINAL_STATES",
     "AdminState",
+    "Advice",
     "Allocation",
     "ApiToken",
     "Artifact",

@@ -9,7 +9,7 @@ from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, S
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
-from server.states import JobStatus
+from server.states import JobKind, JobStatus
 
 
 class Job(Base):
@@ -45,6 +45,11 @@ class Job(Base):
     # A cell of an experiment: the experiment, and the cell's value of each axis ({"seed": 2, ...}).
     experiment_id: Mapped[int | None] = mapped_column(ForeignKey("experiments.id", ondelete="SET NULL"), index=True)
     experiment_cell: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    kind: Mapped[str] = mapped_column(String(20), default=JobKind.TRAIN, server_default=JobKind.TRAIN.value)
+    # The advice this job probes for (kind "probe"), or was submitted from (kind "train").
+    advice_id: Mapped[int | None] = mapped_column(
+        ForeignKey("advice.id", ondelete="SET NULL", name="fk_jobs_advice_id"), index=True
+    )
 
     owner = relationship("User")
     team = relationship("Team")

@@ -23,7 +23,7 @@ from server.services.job_status import set_status
 from server.services.retry_policy import retry_or_fail
 from server.services.service_rewards import trainer_spec
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
-from server.states import PLACED_STATES
+from server.states import PLACED_STATES, JobKind
 
 # Base of the rendezvous port on a multi-node job's first host; the job id and the attempt pick one above it,
 # so a retry does not meet the port of its previous attempt, whose node 0 may still be stopping there.
@@ -57,10 +57,11 @@ class RunPlan:
     token: str | None
     rendezvous_endpoint: str | None
     host_devices: int
+    command: str = "run"  # the trainer's subcommand: "probe" for the advisor's probe job
 
     @property
     def resume(self) -> bool:
-        return self.attempt > 1
+        return self.attempt > 1 and self.command == "run"
 
 
 def job_run_dir(artifact_root: Path, job_id: int) -> Path:
@@ -152,6 +153,7 @@ def start_run(
             select(func.count()).select_from(Device).where(Device.host_id == allocations[0].host_id, Device.enabled)
         )
         or 1,
+        command="probe" if job.kind == JobKind.PROBE else "run",
     )
 
 
