@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from server.api.routes import (
+    advice,
     artifacts,
     audit,
     compare,
@@ -45,5 +46,6 @@ for module in (
     experiments,
     experiment_curves,
     services,
+    advice,
 ):
     api_router.include_router(module.router)

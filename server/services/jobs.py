@@ -22,6 +22,7 @@ from server.services.remote_reward_warning import remote_reward_warnings
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room, check_spec_size
+from server.states import JobKind
 from trainer.spec import JobSpec, parse_spec, spec_errors
 
 
@@ -35,15 +36,23 @@ def validate_spec(data: Any, settings: Settings) -> JobSpec:
 
 
 def submit_job(
-    session: Session, caller: Caller, data: Any, settings: Settings, team_name: str | None = None
+    session: Session,
+    caller: Caller,
+    data: Any,
+    settings: Settings,
+    team_name: str | None = None,
+    *,
+    kind: JobKind = JobKind.TRAIN,
+    advice_id: int | None = None,
 ) -> JobDetail:
-    """Validate, check that some host could run it, store it queued. Nothing is stored on any error."""
+    """Validate, check that some host could run it, store it queued. Nothing is stored on any error. ``kind`` and
+    ``advice_id``: the advisor's probe job, or a job submitted from an advice (services.advice)."""
     spec = validate_spec(data, settings)
     team = team_for_submission(caller, team_name)
     check_service_rewards(session, spec, team.team_id, team.team_name)
     check_capacity(session, spec)
     check_queue_room(session, caller.user_id, team.team_id, settings)
-    job = add_job(session, caller, spec, team.team_id)
+    job = add_job(session, caller, spec, team.team_id, kind=kind, advice_id=advice_id)
     session.commit()
     detail = job_detail(session, caller, job.id)
     warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)

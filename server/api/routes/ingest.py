@@ -1,4 +1,5 @@
-"""The trainer's door (docs/contracts.md): metrics, samples, progress and artifacts, with the per-job token."""
+"""The trainer's door (docs/contracts.md): metrics, samples, progress, artifacts and the advisor's probe report,
+with the per-job token."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from server.schemas.common import ErrorBody
 from server.schemas.metrics import MetricBatchStored
 from server.schemas.progress import ProgressStored
 from server.schemas.samples import SampleCreated
+from server.services.advice import store_probe
 from server.services.artifacts import register_artifact
 from server.services.errors import PayloadTooLarge
 from server.services.metrics import store_metric_batch
 from server.services.progress import record_progress
 from server.services.samples import store_sample
 from trainer.spec.ingest import ArtifactRecord, MetricBatch, ProgressReport, SampleForm
+from trainer.spec.probe_report import ProbeReport
 
 router = APIRouter(
     route_class=OrjsonRoute,
@@ -70,6 +73,12 @@ def ingest_sample(
 @router.post("/{job_id}/progress", response_model=ProgressStored)
 def ingest_progress(job: IngestJob, session: SessionDep, progress: ProgressReport) -> ProgressStored:
     return ProgressStored(cancel_requested=record_progress(session, job, progress))
+
+
+@router.post("/{job_id}/probe", status_code=status.HTTP_204_NO_CONTENT)
+def ingest_probe(job: IngestJob, session: SessionDep, body: ProbeReport) -> None:
+    """The advisor's probe report (a probe job only; 409 for another job)."""
+    store_probe(session, job, body)
 
 
 @router.post("/{job_id}/artifacts", status_code=status.HTTP_201_CREATED, response_model=ArtifactOut)

@@ -1,0 +1,211 @@
+"""The executor advisor's platform half: an advice row, its probe job on the target host class, the probe's
+report through the ingest door, and the answer (trainer/spec/advice.py) every caller reads from here.
+
+The answer is computed when read, from the stored spec, budget and probe report, so the API, the page and the
+CLI show one answer. Jobs submitted from an advice carry its id; their predicted against measured samples/s
+and peak memory use the compare answer's definitions (services.throughput, the peak of memory/peak_bytes).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import TERMINAL_STATES, Advice, Device, Host, HostStatus, Job, JobStatus, utcnow
+from server.schemas.advice import AdviceOut, AdviseRequest, PredictionCheck
+from server.schemas.jobs import JobDetail
+from server.services import throughput
+from server.services.auth import Caller
+from server.services.compare import MEMORY_KEY
+from server.services.errors import Conflict, FieldErrors, NotFound
+from server.services.jobs import submit_job, validate_spec
+from server.services.metric_figures import key_figures
+from server.states import AdviceState, JobKind
+from trainer.spec import SpecError, stored_spec, with_executor
+from trainer.spec.advice import Advice as AdviceAnswer
+from trainer.spec.advice import advise
+from trainer.spec.executor_choice import options_for
+from trainer.spec.probe_report import ProbeReport
+
+UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_budget(value: str | int | None) -> int | None:
+    """'40GiB', '512 MiB', '1.5GiB', '40GB' or a byte count → bytes; 422 naming `memory_budget` otherwise."""
+    if value is None:
+        return None
+    match = SIZE.match(str(value))
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in UNITS or float(match.group(1)) <= 0:
+        raise FieldErrors.one("memory_budget", f"{value!r} is not a size; give e.g. 40GiB, 512MiB or a byte count")
+    return int(float(match.group(1)) * UNITS[unit])
+
+
+def check_host_class(session: Session, host_class: str) -> None:
+    """409 naming the class when no online host has an enabled device of it."""
+    online = session.scalar(
+        select(Host.id)
+        .join(Device, Device.host_id == Host.id)
+        .where(Host.status == HostStatus.ONLINE, Device.enabled.is_(True), Device.device_type == host_class)
+        .limit(1)
+    )
+    if online is None:
+        raise Conflict(f"no host of class {host_class!r} is online to run the probe")
+
+
+def request_advice(
+    session: Session, caller: Caller, body: AdviseRequest, settings: Settings, team: str | None = None
+) -> AdviceOut:
+    """Validate the spec (422 as for submit), store the advice and queue its probe job; nothing on an error."""
+    spec = validate_spec(body.spec, settings)
+    budget = parse_budget(body.memory_budget)
+    host_class = body.host_class or spec.resources.device_type
+    data = spec.model_dump(mode="json")
+    data["resources"]["device_type"] = host_class
+    spec = validate_spec(data, settings)
+    check_host_class(session, host_class)
+    advice = Advice(spec=spec.model_dump(mode="json"), budget_bytes=budget, host_class=host_class)
+    advice.state, advice.owner_id = AdviceState.PROBING, caller.user_id
+    try:
+        session.add(advice)
+        session.flush()
+        probe = {**advice.spec, "name": f"probe: {spec.name}"[:200]}
+        job = submit_job(session, caller, probe, settings, team, kind=JobKind.PROBE, advice_id=advice.id)
+    except Exception:
+        session.rollback()
+        raise
+    advice.team_id = session.get(Job, job.id).team_id  # type: ignore[union-attr]
+    session.commit()
+    return advice_detail(session, caller, advice.id)
+
+
+def visible_advice(session: Session, caller: Caller, advice_id: int) -> Advice:
+    """As for jobs (services.scoping): the caller's teams' advice, their own teamless advice; else 404."""
+    advice = session.get(Advice, advice_id)
+    visible = advice is not None and (
+        caller.is_admin
+        or advice.team_id in caller.team_ids
+        or (advice.team_id is None and advice.owner_id == caller.user_id)
+    )
+    if not visible or advice is None:
+        raise NotFound(f"advice {advice_id} not found")
+    return advice
+
+
+def probe_job(session: Session, advice_id: int) -> Job | None:
+    return session.scalars(
+        select(Job).where(Job.advice_id == advice_id, Job.kind == JobKind.PROBE).order_by(Job.id.desc())
+    ).first()
+
+
+def answer(advice: Advice) -> AdviceAnswer | None:
+    if advice.probe is None:
+        return None
+    spec = stored_spec(advice.spec)
+    if spec is None:
+        return None
+    return advise(spec, ProbeReport.model_validate(advice.probe), advice.budget_bytes)
+
+
+def state_of(advice: Advice, job: Job | None) -> tuple[str, str | None]:
+    """Probing until the report arrives; failed when the probe job ended without one."""
+    if advice.state != AdviceState.PROBING or job is None or job.status not in TERMINAL_STATES:
+        return advice.state, advice.error
+    reason = job.error or ("the probe job ended without a report" if job.status == JobStatus.SUCCEEDED else None)
+    return AdviceState.FAILED, f"probe job {job.id} {job.status}" + (f": {reason}" if reason else "")
+
+
+def checks(session: Session, advice: Advice, result: AdviceAnswer | None) -> list[PredictionCheck]:
+    """Each job submitted from the advice: predicted against measured samples/s and peak memory."""
+    jobs = list(session.scalars(select(Job).where(Job.advice_id == advice.id, Job.kind == JobKind.TRAIN)))
+    speeds = throughput.samples_per_s(session, [job.id for job in jobs])
+    rows = {row.executor: row for row in result.executors} if result else {}
+    out = []
+    for job in jobs:
+        predicted = rows.get(job.executor)
+        memory = key_figures(session, job.id, [MEMORY_KEY]).get(MEMORY_KEY)
+        out.append(
+            PredictionCheck(
+                job_id=job.id,
+                name=job.name,
+                status=job.status,
+                executor=job.executor,
+                predicted_samples_per_s=predicted.samples_per_s if predicted else None,
+                measured_samples_per_s=speeds[job.id],
+                predicted_peak_memory_bytes=predicted.peak_memory_bytes if predicted else None,
+                measured_peak_memory_bytes=memory.maximum if memory else None,
+            )
+        )
+    return out
+
+
+def advice_detail(session: Session, caller: Caller, advice_id: int) -> AdviceOut:
+    advice = visible_advice(session, caller, advice_id)
+    job = probe_job(session, advice.id)
+    state, error = state_of(advice, job)
+    result = answer(advice)
+    return AdviceOut(
+        id=advice.id,
+        state=state,
+        spec_name=str(advice.spec.get("name", "")),
+        host_class=advice.host_class,
+        budget_bytes=advice.budget_bytes,
+        probe_job_id=job.id if job else None,
+        probe_job_status=job.status if job else None,
+        created_at=advice.created_at,
+        answered_at=advice.answered_at,
+        error=error,
+        answer=result,
+        submitted=checks(session, advice, result),
+    )
+
+
+def store_probe(session: Session, job: Job, report: ProbeReport) -> None:
+    """The probe job's report (the ingest door): the advice is answered. 409 for a job that is not a probe."""
+    advice = session.get(Advice, job.advice_id) if job.kind == JobKind.PROBE and job.advice_id else None
+    if advice is None:
+        raise Conflict(f"job {job.id} is not an advisor's probe")
+    advice.probe = report.model_dump(mode="json")
+    advice.state, advice.error, advice.answered_at = AdviceState.ANSWERED, None, utcnow()
+    try:
+        answer(advice)
+    except (ValueError, ValidationError) as exc:
+        advice.state, advice.error = AdviceState.FAILED, f"the probe's report cannot be priced: {exc}"
+    session.commit()
+
+
+def submit_from_advice(
+    session: Session, caller: Caller, advice_id: int, executor: str, settings: Settings, team: str | None = None
+) -> JobDetail:
+    """Submit the advice's spec with ``executor`` (one of the answer's predicted rows); the job links the advice."""
+    advice = visible_advice(session, caller, advice_id)
+    result = answer(advice)
+    if result is None:
+        raise Conflict(f"advice {advice_id} has no answer yet ({state_of(advice, probe_job(session, advice.id))[0]})")
+    predicted = [row.executor for row in result.executors if row.samples_per_s is not None]
+    if executor not in predicted:
+        raise FieldErrors.one("executor", f"{executor!r} has no prediction in this advice; choose one of {predicted}")
+    spec = stored_spec(advice.spec)
+    if spec is None:
+        raise FieldErrors.one("spec", "the advice's stored spec no longer validates; advise again")
+    try:
+        chosen = with_executor(spec, options_for(spec, executor))
+    except SpecError as exc:
+        raise FieldErrors.one(exc.field, exc.message) from exc
+    data: dict[str, Any] = chosen.model_dump(mode="json")
+    return submit_job(session, caller, data, settings, team, advice_id=advice.id)
+
+
+def prediction_for_job(session: Session, caller: Caller, job_id: int) -> PredictionCheck | None:
+    """The job page's row: the job's advice's prediction against its measurement (None: not from an advice)."""
+    job = session.get(Job, job_id)
+    if job is None or job.advice_id is None or job.kind != JobKind.TRAIN:
+        return None
+    advice = visible_advice(session, caller, job.advice_id)
+    return next((c for c in checks(session, advice, answer(advice)) if c.job_id == job_id), None)
