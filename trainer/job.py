@@ -144,6 +144,19 @@ class TrainingJob:
         job.layout, job.prompts = layout, load_prompts(spec.prompts.source)
         return job
 
+    def resize(self, spec: JobSpec) -> None:
+        """The same weights, optimizer and process group at another K and batch (the advisor's probe,
+        trainer/probe/): ``spec`` may differ from the job's only in train_timesteps and prompts_per_step."""
+        sizes = {"train_timesteps", "prompts_per_step"}
+        mine, theirs = self.spec.model_dump(), spec.model_dump()
+        mine["algorithm"] = {k: v for k, v in mine["algorithm"].items() if k not in sizes}
+        theirs["algorithm"] = {k: v for k, v in theirs["algorithm"].items() if k not in sizes}
+        if mine | {"executor": None} != theirs | {"executor": None}:
+            raise ValueError("resize changes only algorithm.train_timesteps and algorithm.prompts_per_step")
+        algo = spec.algorithm
+        self.spec = spec
+        self.algorithm = make_algorithm(algo, self.family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
+
     # --- set-up --------------------------------------------------------------------------
     def broadcast_parameters(self) -> None:
         """Every rank starts from rank 0's trainable weights (what DDP does at wrap time)."""

@@ -21,11 +21,9 @@ import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
-from trainer.algorithms.registry import make_algorithm
 from trainer.audit import AuditSession, compare
 from trainer.bench import optimizer_seconds, unit_costs
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
-from trainer.job import TrainingJob
 from trainer.layout import layout_error, step_batch
 from trainer.run import load_spec
 from trainer.spec import EXECUTORS, JobSpec, NativeOptions, SpecError
@@ -84,13 +82,6 @@ def step_peak_bytes(device: torch.device, action: Callable[[], object]) -> int:
     action()
     torch.cuda.synchronize(device)
     return torch.cuda.max_memory_allocated(device) - start
-
-
-def sized(job: TrainingJob, spec: JobSpec) -> None:
-    """The job at another K and batch: its spec and the algorithm's plan (the weights and optimizer stay)."""
-    algo = spec.algorithm
-    job.spec = spec
-    job.algorithm = make_algorithm(algo, job.family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
 
 
 def undo_determinism() -> None:
@@ -156,7 +147,7 @@ class Prober:
     def point(self, name: str, trained: int, prompts: int) -> tuple[ProbePoint, float]:
         """One size: (the point, the reward phase's seconds per sample)."""
         spec = resized(self.spec, trained, prompts, options_for(self.spec, name))
-        sized(self.job, spec)
+        self.job.resize(spec)
         executor = make_executor(options_for(spec, name), self.job)
         self.one_step(name, executor)
         timed = [self.one_step(name, executor) for _ in range(TIMED_STEPS)]
@@ -231,7 +222,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
         try:
             options_for(spec, name)
         except SpecError as exc:
-            refused[name] = f"cannot run this spec: {exc.message}"
+            refused[name] = f"cannot run this spec: {exc.field}: {exc.message}"
     runnable = [n for n in asked if n not in refused]
     if "native" in refused:
         raise SpecError("executor.name", f"the probe needs native as its reference: {refused['native']}")
@@ -244,7 +235,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
         prober.executor(probes[name], reward_rates)
     full_rows = spec.algorithm.prompts_per_step * spec.algorithm.group_size // prober.dist.world_size
     shapes = sorted({1, full_rows, *(prober.rows(p) for p in prober.prompts)})
-    sized(job, spec)
+    job.resize(spec)
     costs = unit_costs(job, shapes)
     report = ProbeReport(
         device_type=device.type,
