@@ -1,6 +1,6 @@
 """The advisor's probe end to end on the tiny model (CPU): every executor measured at two K and two batch sizes,
-a refused executor (jagg: K = 3 holds no group of 4) reported on its own row, and a budget between the executors' predicted peaks that excludes
-lean_retain (whose K graphs stay alive) from the recommendation."""
+a refused executor (jagg: K = 3 holds no group of 4) reported on its own row, and a budget between the
+executors' predicted peaks that excludes lean_retain (whose K graphs stay alive) from the recommendation."""
 
 from __future__ import annotations
 

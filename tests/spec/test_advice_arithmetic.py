@@ -1,78 +1,24 @@
 """The advice's arithmetic (trainer/spec/advice.py) against a hand-computed fixture.
 
-Spec: T = 6, K = 5, 2 prompts × group 4 = 8 rows on one rank, full fine-tuning, no KL, one inner epoch.
+Spec: T = 6, K = 5, 2 prompts x group 4 = 8 rows on one rank, full fine-tuning, no KL, one inner epoch.
 Unit costs (F, F_g, B) at 1, 4 and 8 rows: (1, 1, 2), (2, 2, 4), (3, 3, 6) s; reward 0.125 s per sample,
 optimizer 0.5 s, so the fixed time at n rows is n/8 + 0.5.
 
 - native, T·F(n) + K·(F_g + B)(n) + fixed: at (K=5, n=8) 18 + 45 + 1.5 = 64.5 s; its probe steps took twice
   the model at every point (calibration 2), so 129 s and 8/129 samples/s.
-- lean_retain, (T−K)·F(n) + K·(F_g + B)(n) + fixed: 3 + 45 + 1.5 = 49.5 s at calibration 1: speedup 129/49.5.
+- lean_retain, (T-K)·F(n) + K·(F_g + B)(n) + fixed: 3 + 45 + 1.5 = 49.5 s at calibration 1: speedup 129/49.5.
 - memory: resident 10 GiB; native's step peak is 1 GiB per 4 rows whatever K (12 GiB at full size),
-  lean_retain's ¼ GiB × K × rows (at K=5, n=8: 10 GiB above resident, 20 GiB in all).
+  lean_retain's K x rows / 4 GiB (at K=5, n=8: 10 GiB above resident, 20 GiB in all).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from trainer.spec import parse_spec
+from tests.spec.advice_fixture import GIB, REPORT, SPEC
 from trainer.spec.advice import advise
-from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
 
-GIB = 2**30
-SPEC = parse_spec(
-    {
-        "name": "fixture",
-        "algorithm": {"sampling_steps": 6, "train_timesteps": 5, "group_size": 4, "prompts_per_step": 2},
-        "model": {"finetune": "full"},
-    }
-)
-
-
-def native_model(trained: int, rows: int) -> float:
-    forward = {4: 2.0, 8: 3.0}[rows]
-    return 6 * forward + trained * 3 * forward + rows / 8 + 0.5
-
-
-def retain_model(trained: int, rows: int) -> float:
-    forward = {4: 2.0, 8: 3.0}[rows]
-    return (6 - trained) * forward + trained * 3 * forward + rows / 8 + 0.5
-
-
-def points(seconds, peak) -> list[ProbePoint]:  # type: ignore[no-untyped-def]
-    return [
-        ProbePoint(trained=k, prompts=n // 4, rows=n, step_seconds=seconds(k, n), peak_bytes=int(peak(k, n)))
-        for k in (2, 4)
-        for n in (4, 8)
-    ]
-
-
-REPORT = ProbeReport(
-    device_type="cpu",
-    world_size=1,
-    unit_costs=[
-        MeasuredUnitCosts(rows=1, forward=1, forward_grad=1, backward=2),
-        MeasuredUnitCosts(rows=4, forward=2, forward_grad=2, backward=4),
-        MeasuredUnitCosts(rows=8, forward=3, forward_grad=3, backward=6),
-    ],
-    reward_seconds_per_sample=0.125,
-    optimizer_seconds=0.5,
-    resident_bytes=10 * GIB,
-    memory_method="hand-computed",
-    executors=[
-        ExecutorProbe(
-            name="native",
-            exactness="E0",
-            points=points(lambda k, n: 2 * native_model(k, n), lambda k, n: n / 4 * GIB),
-        ),
-        ExecutorProbe(
-            name="lean_retain",
-            exactness="E0",
-            points=points(retain_model, lambda k, n: k * n / 4 * GIB),
-        ),
-        ExecutorProbe(name="jagg", error="probe failed at K=4, 1 prompt(s): out of memory"),
-    ],
-)
+TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def rows(budget: int | None) -> dict[str, object]:
@@ -94,21 +40,21 @@ def test_peak_memory_is_resident_plus_the_bilinear_step_peak_extrapolated_to_ful
     table = rows(None)
     assert table["native"].peak_memory_bytes == 12 * GIB
     assert table["lean_retain"].peak_memory_bytes == 20 * GIB
-    assert table["lean_retain"].memory_by_trained[0] == 12 * GIB  # K = 1: 10 + 1 × 8 / 4
+    assert table["lean_retain"].memory_by_trained[0] == 12 * GIB  # K = 1: 10 + 1 * 8 / 4
 
 
 def test_a_budget_below_retains_peak_recommends_the_fastest_that_fits() -> None:
     answer = advise(SPEC, REPORT, 16 * GIB)
     table = {row.executor: row for row in answer.executors}
     assert not table["lean_retain"].fits_budget
-    assert table["lean_retain"].reason == "lean_retain 2.61× but 20.0 GiB > 16.0 GiB budget"
+    assert table["lean_retain"].reason == f"lean_retain 2.61{TIMES} but 20.0 GiB > 16.0 GiB budget"
     assert answer.recommended == "native" and table["native"].recommended
 
 
 def test_without_a_budget_the_fastest_is_recommended() -> None:
     answer = advise(SPEC, REPORT, None)
     assert answer.recommended == "lean_retain"
-    assert answer.summary == "recommended: lean_retain 2.61×, 20.0 GiB, bitwise exact"
+    assert answer.summary == f"recommended: lean_retain 2.61{TIMES}, 20.0 GiB, bitwise exact"
 
 
 def test_no_fit_names_the_smallest_requirement() -> None:

@@ -1,0 +1,123 @@
+"""POST /api/v1/advise, the probe report through the ingest door, GET /api/v1/advice/{id} and submitting from
+the answer: a probe job queued on the host class, the answer per executor, and every bad input named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from server_harness import Harness
+
+from server.models import Job
+from tests.spec.advice_fixture import GIB, REPORT, SPEC_DATA
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+@pytest.fixture
+def migrated_database_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
+
+
+def advise(harness: Harness, **body: Any) -> Any:
+    return harness.client.post("/api/v1/advise", json={"spec": SPEC_DATA, **body}, headers=harness.admin)
+
+
+def answered(harness: Harness, budget: str | None = "16GiB") -> dict[str, Any]:
+    """An advice whose probe job reported the hand-computed report (as `python -m trainer probe` sends it)."""
+    harness.add_host("cpu-box", device_type="cpu", count=2)
+    created = advise(harness, memory_budget=budget)
+    assert created.status_code == 202, created.text
+    token = harness.start_job(created.json()["probe_job_id"])
+    body = REPORT.model_dump(mode="json")
+    sent = harness.client.post(f"/api/v1/ingest/{created.json()['probe_job_id']}/probe", json=body, headers=token)
+    assert sent.status_code == 204, sent.text
+    return harness.client.get(f"/api/v1/advice/{created.json()['id']}", headers=harness.admin).json()
+
+
+def test_advise_queues_a_probe_job_on_the_host_class_and_answers_probing(harness: Harness) -> None:
+    harness.add_host("cpu-box", device_type="cpu")
+    response = advise(harness, memory_budget="40GiB")
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert (body["state"], body["host_class"], body["budget_bytes"], body["answer"]) == (
+        "probing",
+        "cpu",
+        40 * GIB,
+        None,
+    )
+    with harness.session() as session:
+        job = session.get_one(Job, body["probe_job_id"])
+        assert (job.kind, job.advice_id, job.status) == ("probe", body["id"], "queued")
+
+
+def test_the_answer_has_one_row_per_executor_and_marks_the_recommended_one(harness: Harness) -> None:
+    body = answered(harness)
+    rows = {row["executor"]: row for row in body["answer"]["executors"]}
+    assert body["state"] == "answered" and body["answer"]["recommended"] == "native"
+    assert rows["native"]["recommended"] and rows["native"]["fits_budget"]
+    assert rows["lean_retain"]["reason"] == f"lean_retain 2.61{TIMES} but 20.0 GiB > 16.0 GiB budget"
+
+
+def test_a_budget_below_every_prediction_is_a_200_naming_the_smallest_requirement(harness: Harness) -> None:
+    body = answered(harness, budget="1GiB")
+    assert body["answer"]["fits"] is False
+    assert body["answer"]["summary"] == "no executor fits 1.0 GiB; the smallest requirement is native at 12.0 GiB"
+
+
+def test_an_executor_whose_probe_failed_is_reported_while_the_others_answer(harness: Harness) -> None:
+    rows = {row["executor"]: row for row in answered(harness)["answer"]["executors"]}
+    assert rows["jagg"]["error"] == "probe failed at K=4, 1 prompt(s): out of memory"
+    assert rows["native"]["samples_per_s"] == pytest.approx(8 / 129)
+
+
+def test_a_job_submitted_from_the_advice_carries_the_chosen_executor(harness: Harness) -> None:
+    advice = answered(harness)
+    response = harness.client.post(
+        f"/api/v1/advice/{advice['id']}/submit", json={"executor": "lean_retain"}, headers=harness.admin
+    )
+    assert response.status_code == 201, response.text
+    assert (response.json()["executor"], response.json()["spec"]["executor"]["name"]) == ("lean_retain", "lean_retain")
+    again = harness.client.get(f"/api/v1/advice/{advice['id']}", headers=harness.admin).json()
+    assert [(c["job_id"], c["executor"]) for c in again["submitted"]] == [(response.json()["id"], "lean_retain")]
+    assert again["submitted"][0]["predicted_samples_per_s"] == pytest.approx(8 / 49.5)
+
+
+def test_submitting_an_executor_without_a_prediction_is_422_naming_executor(harness: Harness) -> None:
+    advice = answered(harness)
+    response = harness.client.post(
+        f"/api/v1/advice/{advice['id']}/submit", json={"executor": "jagg"}, headers=harness.admin
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "executor"
+
+
+def test_an_invalid_spec_is_422_as_for_submit(harness: Harness) -> None:
+    harness.add_host("cpu-box", device_type="cpu")
+    response = harness.client.post(
+        "/api/v1/advise", json={"spec": {"algorithm": {"group_size": 1}}}, headers=harness.admin
+    )
+    assert response.status_code == 422
+    assert "algorithm.group_size" in [e["field"] for e in response.json()["detail"]]
+
+
+def test_a_budget_that_is_not_a_size_is_422_naming_memory_budget(harness: Harness) -> None:
+    harness.add_host("cpu-box", device_type="cpu")
+    response = advise(harness, memory_budget="lots")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "memory_budget"
+
+
+def test_no_online_host_of_the_class_is_409_naming_it_and_stores_nothing(harness: Harness) -> None:
+    harness.add_host("cpu-box", device_type="cpu")
+    response = advise(harness, host_class="cuda")
+    assert response.status_code == 409
+    assert "'cuda'" in response.json()["detail"]
+    assert harness.job_count() == 0
+
+
+def test_a_probe_report_for_a_training_job_is_409(harness: Harness) -> None:
+    job_id = harness.submit_ok(SPEC_DATA)
+    token = harness.start_job(job_id)
+    response = harness.client.post(f"/api/v1/ingest/{job_id}/probe", json=REPORT.model_dump(mode="json"), headers=token)
+    assert response.status_code == 409
