@@ -17,6 +17,7 @@ from sfumato.errors import (
     WaitTimeout,
 )
 from sfumato.models import (
+    Advice,
     ApiToken,
     ComparedJob,
     Comparison,
@@ -33,6 +34,7 @@ from sfumato.reward_services import RewardService
 
 __all__ = [
     "APIError",
+    "Advice",
     "ApiToken",
     "AuthenticationError",
     "Client",

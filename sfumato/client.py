@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from sfumato.advice_client import AdviceCalls
 from sfumato.config import resolve_credentials
 from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
 from sfumato.experiment_client import ExperimentCalls
@@ -33,7 +34,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls):
+class Client(ExperimentCalls, AdviceCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

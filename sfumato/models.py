@@ -231,3 +231,45 @@ class Experiment(_Model):
     @property
     def finished(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+class AdvisedExecutor(_Model):
+    """One executor's row of an advice's answer (the server computes every figure)."""
+
+    executor: str
+    samples_per_s: float | None = None
+    speedup: float | None = None
+    peak_memory_bytes: int | None = None
+    fits_budget: bool = False
+    exactness: str | None = None
+    gradient_cosine: float | None = None
+    memory_by_trained: list[int] = []
+    recommended: bool = False
+    reason: str
+    error: str | None = None
+
+
+class AdviceAnswer(_Model):
+    executors: list[AdvisedExecutor]
+    recommended: str | None = None
+    fits: bool
+    summary: str
+    budget_bytes: int | None = None
+
+
+class Advice(_Model):
+    """`sfumato advise`: probing until the probe job reports, then `answer`."""
+
+    id: int
+    state: str
+    spec_name: str
+    host_class: str
+    budget_bytes: int | None = None
+    probe_job_id: int | None = None
+    error: str | None = None
+    answer: AdviceAnswer | None = None
+    submitted: list[dict[str, Any]] = []
+
+    @property
+    def settled(self) -> bool:
+        return self.state != "probing"

@@ -1,6 +1,6 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server) and the
-client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, token, hosts, experiment,
-service)."""
+client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, advise, token, hosts,
+experiment, service)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, experiments, jobs, processes, reward_server, services
+from sfumato.cli import account, advise, experiments, jobs, processes, reward_server, services
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -27,6 +27,7 @@ JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.retry,
     jobs.compare,
     jobs.export,
+    advise.advise,
 )
 
 app = typer.Typer(name="sfumato", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
