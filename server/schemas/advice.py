@@ -29,6 +29,7 @@ class PredictionCheck(BaseModel):
     (samples/s and peak memory as the compare answer defines them)."""
 
     job_id: int
+    advice_id: int
     name: str
     status: str
     executor: str

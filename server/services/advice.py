@@ -133,6 +133,7 @@ def checks(session: Session, advice: Advice, result: AdviceAnswer | None) -> lis
         out.append(
             PredictionCheck(
                 job_id=job.id,
+                advice_id=advice.id,
                 name=job.name,
                 status=job.status,
                 executor=job.executor,

@@ -1,7 +1,7 @@
 """Safe clicks on every page at 1280x800 and 1920x1080: no two clickable elements overlap, nothing overflows
-sideways (tables included), and the element at each button's centre is that button. Also saves the compare
-page at both sizes under test-artifacts/screenshots, and with SFUMATO_UPDATE_README_IMAGES=1 the README's
-docs/images/compare.png (1280 wide)."""
+sideways (tables included), and the element at each button's centre is that button. Also saves the compare and
+advice pages at both sizes under test-artifacts/screenshots, and with SFUMATO_UPDATE_README_IMAGES=1 the
+README's docs/images/compare.png (1280 wide)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ PAGES: dict[str, Callable[[Live], str]] = {
     "experiment": lambda live: f"/experiments/{shared_experiment(live.app, live.world.token)}",
     "experiments": lambda live: "/experiments",
     "experiment new": lambda live: f"/experiments/new?from={live.world.running.id}",
+    "advice": lambda live: f"/advice/{live.world.advice.id}" if live.world.advice else "/jobs",
+    "job from advice": lambda live: f"/jobs/{live.world.finished[0].id}",
     "hosts": lambda live: "/hosts",
     "services": lambda live: "/services",
     "settings": lambda live: "/settings",
@@ -41,6 +43,8 @@ PAGES: dict[str, Callable[[Live], str]] = {
     "users": lambda live: "/admin/users",
     "not found": lambda live: "/jobs/987654",
 }
+
+SCREENSHOT_PAGES = ("compare", "advice", "job from advice")  # saved at both sizes under test-artifacts/screenshots
 
 # Runs in the page: the problems it finds, as sentences.
 CHECK_LAYOUT = """() => {
@@ -111,10 +115,11 @@ def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.click("#service-1 summary")
             page.screenshot(path=str(SCREENSHOTS / f"services-{width}.png"))
-        if name == "compare":
+        if name in SCREENSHOT_PAGES:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"compare-{width}.png"))
-            if width == 1280 and os.environ.get("SFUMATO_UPDATE_README_IMAGES"):  # the README's, on request
+            page.screenshot(path=str(SCREENSHOTS / f"{name.replace(' ', '-')}-{width}.png"))
+            readme = name == "compare" and width == 1280 and os.environ.get("SFUMATO_UPDATE_README_IMAGES")
+            if readme:  # the README's, on request
                 page.screenshot(path=str(README_IMAGES / "compare.png"))
     context.close()
     assert not problems, "\n".join(problems)

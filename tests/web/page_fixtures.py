@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from server.config import Settings
 from server.migrate import upgrade
 from server.models import (
+    Advice,
     Allocation,
     ApiToken,
     Device,
@@ -42,6 +43,8 @@ from server.services import metric_blocks
 from server.services.current_points import record_first_step
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
+from tests.spec.advice_fixture import REPORT as PROBE_REPORT
+from tests.spec.advice_fixture import SPEC as ADVISED_SPEC
 from trainer.spec.ingest import MetricStep
 
 PASSWORD = "correct horse battery"
@@ -116,6 +119,7 @@ class World:
     finished: list[Job] = field(default_factory=list)
     hostile: Job | None = None
     queued: list[Job] = field(default_factory=list)
+    advice: Advice | None = None  # answered from the hand-computed probe report; lean_retain's job came from it
 
 
 @cache
@@ -340,5 +344,11 @@ def seed_world(session: Session, artifact_root: Path) -> World:
     for job in [running, *finished, hostile, *queued]:
         add_history(session, job)
     add_services(session, admin, team, devices[2])
+    advice = Advice(spec=ADVISED_SPEC.model_dump(mode="json"), budget_bytes=16 * 2**30, host_class="cuda")
+    advice.state, advice.probe = "answered", PROBE_REPORT.model_dump(mode="json")
+    advice.owner_id, advice.team_id, advice.answered_at = admin.id, team.id, now
+    session.add(advice)
+    session.flush()
+    finished[0].advice_id = advice.id
     session.commit()
-    return World(admin, member, token, running, finished, hostile, queued)
+    return World(admin, member, token, running, finished, hostile, queued, advice)

@@ -11,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from server.api.page_session import read_session
 from web.pages import (
     account,
+    advice,
     api_docs,
     auth,
     compare,
@@ -41,8 +42,8 @@ VENDOR = {
 
 router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
-for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, compare, experiment_form, experiments,
-               hosts, services, account, teams):  # fmt: skip
+for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, advice, compare, experiment_form,
+               experiments, hosts, services, account, teams):  # fmt: skip
     router.include_router(module.router)
 
 

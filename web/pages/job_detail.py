@@ -18,6 +18,7 @@ from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import NotFound, ServiceError
+from server.services.advice import prediction_for_job
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
@@ -110,6 +111,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
         reward_warnings=_reward_warnings(request, job),
+        prediction=prediction_for_job(session, caller, job.id),
     )
     return render(request, "job.html", context)
 

@@ -33,7 +33,7 @@ def presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(EXAMPLES.glob("*.json"))} if EXAMPLES.is_dir() else {}
 
 
-def _page(
+def submit_form_page(
     request: Request,
     caller: Caller,
     *,
@@ -62,6 +62,7 @@ def _page(
         "source": source,
         "teams": [t.team_name for t in caller.teams if t.role in ("member", "admin")],
         "team": team,
+        "memory_budget": values.get("memory_budget", ""),
         "tabs": {"form": f"/submit?{keep}", "json": f"/submit?mode=json&{keep}"},
     }
     return render(request, "submit.html", context, status_code=status_code)
@@ -100,7 +101,9 @@ def submit_page(
         values.update(flatten(spec))
     spec_json = json.dumps(spec if spec is not None else form_to_spec(values), indent=2)
     mode = "json" if mode == "json" else "form"
-    return _page(request, caller, mode=mode, values=values, spec_json=spec_json, errors=errors, source=source)
+    return submit_form_page(
+        request, caller, mode=mode, values=values, spec_json=spec_json, errors=errors, source=source
+    )
 
 
 @router.post("/submit", dependencies=[Depends(require_csrf)])
@@ -136,6 +139,6 @@ async def submit(
                 errors = list(exc.detail)
             except ServiceError as exc:
                 errors = [{"field": "", "message": str(exc.detail)}]
-    return _page(
+    return submit_form_page(
         request, caller, mode=mode, values=form, spec_json=spec_json, errors=errors, team=team or "", status_code=422
     )
