@@ -344,7 +344,9 @@ def seed_world(session: Session, artifact_root: Path) -> World:
     for job in [running, *finished, hostile, *queued]:
         add_history(session, job)
     add_services(session, admin, team, devices[2])
-    advice = Advice(spec=ADVISED_SPEC.model_dump(mode="json"), budget_bytes=16 * 2**30, host_class="cuda")
+    advised = ADVISED_SPEC.model_dump(mode="json")
+    advised["resources"]["device_type"] = "cuda"  # as POST /advise stores it for the host class
+    advice = Advice(spec=advised, budget_bytes=16 * 2**30, host_class="cuda")
     advice.state, advice.probe = "answered", PROBE_REPORT.model_dump(mode="json")
     advice.owner_id, advice.team_id, advice.answered_at = admin.id, team.id, now
     session.add(advice)
