@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-learn bench-web bench-platform bench-rewards gpu-check fuzz
+.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards gpu-check fuzz
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -47,6 +47,11 @@ bench-executors: install
 # images/s (bench/results/rewards.md).
 bench-rewards: install
 	$(PY) bench/rewards.py
+
+# The advisor's predictions (a probe at reduced K and batch) against the bench's measurements of the same configurations,
+# measured in the same run (bench/results/advisor.md).
+bench-advisor: install
+	$(PY) bench/advisor.py
 
 # Every executor on an SD3-shaped model that saturates a GPU (bf16, 1024 image tokens, hidden 1536, 12 blocks):
 # the bench tables and the audit, on 1 rank and, with 2+ GPUs, 2 ranks under FSDP; CUDA only (bench/results/gpu.md).
