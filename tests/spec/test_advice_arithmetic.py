@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from tests.spec.advice_fixture import GIB, REPORT, SPEC
-from trainer.spec.advice import advise
+from trainer.spec.advice import advise, interpolated_costs
+from trainer.spec.cost_model import UnitCosts
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -67,3 +68,9 @@ def test_a_failed_probe_is_its_rows_reason_and_the_others_still_answer() -> None
     jagg = rows(None)["jagg"]
     assert (jagg.samples_per_s, jagg.fits_budget, jagg.recommended) == (None, False, False)
     assert jagg.reason == "jagg: no prediction, probe failed at K=4, 1 prompt(s): out of memory"
+
+
+def test_unit_costs_between_and_beyond_the_measured_rows_are_linear_in_the_nearest_two() -> None:
+    costs = interpolated_costs(REPORT.unit_costs)
+    assert costs(6) == UnitCosts(2.5, 2.5, 5.0)  # halfway between 4 and 8 rows
+    assert costs(12) == UnitCosts(4.0, 4.0, 8.0)  # on past 8 along 4 → 8

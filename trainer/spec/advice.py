@@ -73,7 +73,10 @@ def interpolated_costs(measured: Sequence[MeasuredUnitCosts]) -> Costs:
             return UnitCosts(chosen.forward * scale, chosen.forward_grad * scale, chosen.backward * scale)
         below = [c for c in by_rows if c.rows < rows][-1:] or by_rows[:1]
         above = [c for c in by_rows if c.rows > rows][:1] or by_rows[-1:]
-        a, b = (below[0], above[0]) if below[0] is not above[0] else (by_rows[-2], by_rows[-1])
+        if below[0] is not above[0]:
+            a, b = below[0], above[0]
+        else:  # outside the measured range: the two nearest at that end
+            a, b = (by_rows[0], by_rows[1]) if rows < by_rows[0].rows else (by_rows[-2], by_rows[-1])
         w = (rows - a.rows) / (b.rows - a.rows)
         fields = ("forward", "forward_grad", "backward")
         return UnitCosts(*(getattr(a, f) + w * (getattr(b, f) - getattr(a, f)) for f in fields))

@@ -60,6 +60,3 @@ class ProbeReport(BaseModel):
     resident_bytes: int = Field(ge=0, description="held at a step's start: weights, optimizer state, runtime")
     memory_method: str = Field(max_length=300)
     executors: list[ExecutorProbe]
-
-    def costs_at(self, rows: int) -> MeasuredUnitCosts | None:
-        return next((c for c in self.unit_costs if c.rows == rows), None)
