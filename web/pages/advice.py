@@ -62,7 +62,7 @@ async def advise_page(
     mode = "json" if form.get("mode") == "json" else "form"
     return submit_form_page(
         request, caller, mode=mode, values=form, spec_json=spec_json, errors=errors, team=form.get("team", ""),
-        status_code=422,
+        status_code=422, refused="Nothing was probed",
     )  # fmt: skip
 
 

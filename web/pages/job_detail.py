@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 from server.api.deps import JobId, get_session
 from server.schemas.jobs import JobDetail
 from server.services import pages
+from server.services.advice import prediction_for_job
 from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import NotFound, ServiceError
-from server.services.advice import prediction_for_job
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job

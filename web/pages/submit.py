@@ -44,6 +44,7 @@ def submit_form_page(
     source: str = "",
     team: str = "",
     status_code: int = 200,
+    refused: str = "The job was not submitted",
 ) -> HTMLResponse:
     keep = "&".join(f"{k}={v}" for k, v in request.query_params.items() if k in ("preset", "from") and v.isascii())
     by_field: dict[str, list[str]] = {}
@@ -57,6 +58,7 @@ def submit_form_page(
         "sections": sections,
         "spec_json": spec_json,
         "errors": errors or [],
+        "refused": refused,  # the error banner's heading
         "field_names": field_names,  # the banner links each error to its field
         "presets": list(presets()),
         "source": source,
