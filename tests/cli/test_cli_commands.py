@@ -18,7 +18,20 @@ def test_one_entry_point_offers_the_platform_and_the_client_commands() -> None:
     assert result.exit_code == 0
     listed = {line.split()[1] for line in result.output.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
     platform = {"up", "server", "worker", "scheduler", "db", "reward-server"}
-    client = {"login", "submit", "jobs", "show", "logs", "cancel", "retry", "compare", "export", "token", "hosts"}
+    client = {
+        "login",
+        "submit",
+        "jobs",
+        "show",
+        "logs",
+        "cancel",
+        "retry",
+        "compare",
+        "export",
+        "advise",
+        "token",
+        "hosts",
+    }
     assert platform | client <= listed
 
 
