@@ -5,7 +5,9 @@ Per configuration: ``python -m trainer probe`` (two K by two batch sizes per exe
 size (trainer/spec/advice.py), then ``python -m trainer bench`` on the same spec (executors interleaved, the
 bench's samples/s and step peak). Predicted samples/s is compared with the bench's; the predicted step peak
 (the advice's peak memory less the resident bytes) with the bench's peak above the step's start. Targets on this
-CPU: samples/s within 15 %, peak memory within 20 %. Writes bench/results/advisor.md and advisor.json
+CPU: samples/s within 15 %, peak memory within 20 %. The speedup over native (predicted against the bench's) is
+shown too: timed minutes apart on a shared machine, both runs' absolute speeds move with its load, their
+ratios much less. Writes bench/results/advisor.md and advisor.json
 (``--regime compute``: advisor-compute.*).
 """
 
@@ -72,6 +74,8 @@ def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[s
                 "executor": row.executor,
                 "predicted_samples_per_s": row.samples_per_s,
                 "measured_samples_per_s": bench_row["samples_per_s"],
+                "predicted_speedup": row.speedup,
+                "measured_speedup": bench_row["speedup"],
                 "predicted_step_peak_bytes": (row.peak_memory_bytes or 0) - report.resident_bytes,
                 "measured_step_peak_bytes": bench_row["peak_bytes"],
                 "calibration": row.calibration,
@@ -87,8 +91,9 @@ def error(predicted: float, measured: float) -> float:
 
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| config | executor | samples/s predicted | measured | error | step peak MiB predicted | measured | error |",
-        "|---|---|---|---|---|---|---|---|",
+        "| config | executor | samples/s predicted | measured | error | speedup predicted | measured "
+        "| step peak MiB predicted | measured | error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     speed_ok = memory_ok = total = 0
     for result in results:
@@ -100,7 +105,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
             total += 1
             lines.append(
                 f"| {result['config']} | {r['executor']} | {r['predicted_samples_per_s']:.2f} "
-                f"| {r['measured_samples_per_s']:.2f} | {speed:+.0%} | {r['predicted_step_peak_bytes'] / 2**20:.2f} "
+                f"| {r['measured_samples_per_s']:.2f} | {speed:+.0%} | {r['predicted_speedup']:.2f} "
+                f"| {r['measured_speedup']:.2f} | {r['predicted_step_peak_bytes'] / 2**20:.2f} "
                 f"| {r['measured_step_peak_bytes'] / 2**20:.2f} | {memory:+.0%} |"
             )
     lines.append("")
@@ -128,7 +134,9 @@ def main() -> int:
                 job = {**job, "model": {**job["model"], "path": sized}}
             results.append(measure(folder, index, job, names))
     title = REGIMES[regime][0]
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     text = f"# Advisor against the bench (make bench-advisor)\n\n## {title}\n\n{markdown(results)}\n"
+    text += f"\nLoad average at the end (1, 5, 15 min): {load} on {os.cpu_count()} cores.\n"
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "advisor" if regime == "overhead" else f"advisor-{regime}"
     (RESULTS / f"{name}.md").write_text(text)
