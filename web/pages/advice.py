@@ -113,6 +113,8 @@ async def submit_from_advice_page(
 ) -> Response:
     form = await request.form()
     executor = str(form.get("executor", ""))
+    if not caller.can_write:
+        return error_page(request, 403, "Read-only session", "You logged in with a read-only token.")
     try:
         job = advice.submit_from_advice(session, caller, advice_id, executor, settings)
     except NotFound:
