@@ -1,17 +1,20 @@
 """The executor benchmark (docs/executors.md §5): executors interleaved in one process run.
 
 Every executor trains the same job (model, spec, batch shape) with its own step counter:
-warm-up rounds are discarded, then rounds A B A B … are timed so drift cancels. Per executor:
+warm-up rounds are discarded, then rounds A B A B … are timed so drift cancels. Per executor, medians
+over the rounds (a step slowed by another process on the machine moves them least):
 the phase split from its metrics (rollout / reward / train / sync), samples/s, peak memory, the
 speedup over native, the analytical bound from this run's own profiled unit costs, and
 measured/bound. Speed is reported, never asserted.
 
-Unit costs are medians over repeated step forwards of the tiny model at each batch shape an
-executor uses: F (forward without grad), F_g (forward with grad) and B (backward of one step's
-loss); t_fix is the measured reward phase plus one optimizer step. The predicted step time is the
+Unit costs are medians over repeated step forwards of the model at each batch shape an
+executor uses: F (forward without grad), F_g (forward with grad), B (backward of one step's
+loss) and D (the VAE decode of the final latents); t_fix is the measured reward phase plus one
+optimizer step. The predicted step time is the
 cost model's (trainer/spec/cost_model.py, one formula per executor) at these unit costs plus t_fix, plus
 the executor's measured sync time (digenrl's: its gradient all-reduce and the weight push).
-Every rank runs one CPU thread.
+Every rank runs one CPU thread, and keeps the host memory it frees (trainer/host_memory.py), as a GPU's
+caching allocator does.
 Peak memory is the largest live-tensor total above the step's start, from the torch
 profiler's allocation records (profile_memory), over one extra untimed step per executor;
 the maximum over ranks.
@@ -31,6 +34,7 @@ from torch.profiler import ProfilerActivity, profile
 from trainer.audit import options_for
 from trainer.executors.base import Executor
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
+from trainer.host_memory import keep_freed_memory
 from trainer.job import TrainingJob
 from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
@@ -44,11 +48,11 @@ REPEATS = 7
 
 
 def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float]]:
-    """Median F, F_g and backward of one step forward at each row count (step 0, one prompt),
+    """Median F, F_g and backward of one step forward, and D, at each row count (step 0, one prompt),
     measured round-robin across shapes so load drift spreads over all of them."""
     family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
 
-    def forward_of(rows: int) -> Any:
+    def forward_of(rows: int) -> tuple[Any, torch.Tensor]:
         cond, uncond = job.conditioning(["a red apple"] * rows), job.unconditional(rows)
         x = torch.randn(rows, *family.latent_shape, generator=torch.Generator().manual_seed(0)).to(job.dist.device)
         index = torch.zeros(rows, dtype=torch.long)
@@ -60,12 +64,12 @@ def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float
             out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x + 0.01)
             return clipped_policy_loss(out.log_prob, out.log_prob.detach(), ones, 1e-4).loss
 
-        return forward
+        return forward, x
 
     forwards = {rows: forward_of(rows) for rows in shapes}
-    samples: dict[int, dict[str, list[float]]] = {rows: {"F": [], "F_g": [], "B": []} for rows in shapes}
+    samples: dict[int, dict[str, list[float]]] = {rows: {"F": [], "F_g": [], "B": [], "D": []} for rows in shapes}
     for _ in range(REPEATS):
-        for rows, forward in forwards.items():
+        for rows, (forward, x) in forwards.items():
             began = time.perf_counter()
             with torch.no_grad():
                 forward()
@@ -74,9 +78,12 @@ def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float
             backward = time.perf_counter()
             loss.backward()
             done = time.perf_counter()
+            family.decode(x)
+            decoded = time.perf_counter()
             samples[rows]["F"].append(graphed - began)
             samples[rows]["F_g"].append(backward - graphed)
             samples[rows]["B"].append(done - backward)
+            samples[rows]["D"].append(decoded - done)
     job.optimizer.zero_grad(set_to_none=True)
     return {rows: {k: statistics.median(v) for k, v in kinds.items()} for rows, kinds in samples.items()}
 
@@ -106,7 +113,7 @@ def predicted_seconds(
     executor's measured sync time."""
 
     def measured(count: int) -> UnitCosts:
-        return UnitCosts(costs[count]["F"], costs[count]["F_g"], costs[count]["B"])
+        return UnitCosts(costs[count]["F"], costs[count]["F_g"], costs[count]["B"], costs[count]["D"])
 
     return step_cost(spec, options, measured, rows, fixed) + sync
 
@@ -133,6 +140,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     spec = spec.model_copy(update={"algorithm": steps})
     options = {name: options_for(spec, name) for name in names}
     torch.set_num_threads(1)  # like torchrun's ranks: a tiny model gains nothing from threads, and drifts less
+    keep_freed_memory()  # freed blocks reused, as on a GPU, not page-faulted in again every step
     shared = any(EXECUTOR_CLASSES[name].layout == "shared" for name in names)
     job = TrainingJob.build(spec, "shared" if shared else "sharded", replicate=True)  # the strictest layout
     distributed, pool, algo = job.dist, job.prompts, spec.algorithm
@@ -180,12 +188,12 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     samples = algo.prompts_per_step * algo.group_size
     summary: dict[str, Any] = {}
     for name in names:
-        mean = {f"time/{p}": statistics.mean(m.get(f"time/{p}", 0.0) for m in records[name]) for p in PHASES}
-        wall = statistics.mean(m["time/wall"] for m in records[name])
-        sync = mean["time/sync"]
+        phases = {f"time/{p}": statistics.median(m.get(f"time/{p}", 0.0) for m in records[name]) for p in PHASES}
+        wall = statistics.median(m["time/wall"] for m in records[name])
+        sync = phases["time/sync"]
         summary[name] = {
             "step_seconds": wall,
-            **mean,
+            **phases,
             "samples_per_s": samples / wall,
             "peak_bytes": peaks[name],
             "predicted_seconds": predicted_seconds(spec, options[name], costs, fixed, sync, rows),

@@ -9,8 +9,8 @@ from trainer.bench import predicted_seconds
 from trainer.spec import parse_spec
 from trainer.spec.cost_model import analytical_cost
 
-# One forward without grad, one with, one backward, at 4 rows (the group, and the replay batch).
-COSTS = {4: {"F": 1.0, "F_g": 2.0, "B": 3.0}}
+# One forward without grad, one with, one backward, at 4 rows (the group, and the replay batch); no decode.
+COSTS = {4: {"F": 1.0, "F_g": 2.0, "B": 3.0, "D": 0.0}}
 
 
 def digenrl_seconds(prompts: int, sync: float = 0.0) -> float:
@@ -50,6 +50,17 @@ def test_the_bench_prediction_in_forward_units_is_the_spec_s_analytical_cost(
     options = {"name": executor, **({"kl": "extra_vjp"} if executor == "lean_reweight" else {})}
     spec = parse_spec(tiny_spec(algorithm={"sampling_steps": 16, "train_timesteps": 8, **algorithm}, executor=options))
     b = 1.0  # LoRA
-    forwards = {rows: {"F": float(rows), "F_g": float(rows), "B": b * rows} for rows in (1, 8)}
+    forwards = {rows: {"F": float(rows), "F_g": float(rows), "B": b * rows, "D": 0.0} for rows in (1, 8)}
     predicted = predicted_seconds(spec, spec.executor, forwards, fixed=0.0, sync=0.0, rows=8)
     assert predicted == pytest.approx(8 * analytical_cost(spec))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("executor", "decodes"), [("native", 1), ("lean_retain", 1), ("jagg", 1), ("lean_reweight", 4)]
+)
+def test_lean_reweight_decodes_each_sample_alone_where_the_others_decode_the_batch_once(
+    executor: str, decodes: int
+) -> None:
+    spec = parse_spec(tiny_spec(algorithm={"sampling_steps": 10, "train_timesteps": 4}, executor={"name": executor}))
+    decode_only = {rows: {"F": 0.0, "F_g": 0.0, "B": 0.0, "D": 1.0} for rows in (1, 4)}
+    assert predicted_seconds(spec, spec.executor, decode_only, fixed=0.0, sync=0.0, rows=4) == decodes

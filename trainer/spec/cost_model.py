@@ -5,13 +5,15 @@ the analytical cost per sample the spec's bound and the compare page show; with 
 measures it is the bench's predicted step time. Torch-free: the server imports it.
 
 T = sampling_steps, K = trained steps, E = inner epochs, n = the rank's rows, F(n), F_g(n), B(n) the
-forward without grad, with grad and the backward of one step at n rows:
+forward without grad, with grad and the backward of one step at n rows, D(n) the VAE decode of n final
+latents:
 
-- native          T·F(n) + E·[K·(F_g + B)(n) + KL]
-- lean_retain     (T−K)·F(n) + K·(F_g + B)(n) + KL + (E−1)·native's update
-- lean_reweight   n·[(T−K)·F(1) + K·(F_g + B)(1)] + KL + (E−1)·native's update   (one sample per forward)
-- jagg            T·F(n) + E·[n_J·(2F_g + (W−2)F + 2B)(n) + (K − n_J·W)·(F_g + B)(n) + KL]
-- digenrl         max(g, h) + min(g, h)/P, g = ⌈groups/R⌉·T·F(G) + t_fix, h = ⌈units/trainers⌉·⌈K/tsb⌉·(F_g + B)(tsb)
+- native          T·F(n) + D(n) + E·[K·(F_g + B)(n) + KL]
+- lean_retain     (T−K)·F(n) + D(n) + K·(F_g + B)(n) + KL + (E−1)·native's update
+- lean_reweight   n·[(T−K)·F(1) + K·(F_g + B)(1) + D(1)] + KL + (E−1)·native's update   (one sample at a time)
+- jagg            T·F(n) + D(n) + E·[n_J·(2F_g + (W−2)F + 2B)(n) + (K − n_J·W)·(F_g + B)(n) + KL]
+- digenrl         max(g, h) + min(g, h)/P, g = ⌈groups/R⌉·(T·F(G) + D(G)) + t_fix,
+                  h = ⌈units/trainers⌉·⌈K/tsb⌉·(F_g + B)(tsb)
 
 lean_retain forwards with grad, and backwards, only the rows that train at a step (n·K rows of each over
 the rollout, the other n·(T−K) rows without grad): Flow-GRPO's rows all train the same steps; DanceGRPO's
@@ -19,8 +21,9 @@ and Flash-GRPO's per-sample steps split each rollout step into two partial batch
 prices as the same rows at n. KL = K·F(n), a reference forward per trained step, when kl_beta > 0.
 digenrl's pipeline overlaps its R generators with its trainers (P = ⌈groups/R⌉ stages: a trainer starts
 on a group once all of it has arrived); it has no analytical bound. b = 2 for full fine-tuning, 1 for LoRA,
-+1 with gradient checkpointing. Collectives, VAE decode, reward and optimizer are outside (the bench adds
-them measured).
++1 with gradient checkpointing, D = 0: the spec's bound counts transformer work only. The bench measures D
+at each shape, since lean_reweight decodes each sample alone where the others decode the batch at once;
+collectives, reward and optimizer are outside (the bench adds them measured).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class UnitCosts:
     forward: float  # F: without grad
     forward_grad: float  # F_g: with grad
     backward: float  # B: of one step's loss
+    decode: float = 0.0  # D: the VAE decode of the rollout's final latents
 
     @property
     def exact(self) -> float:
@@ -59,18 +63,18 @@ def step_cost(spec: JobSpec, options: ExecutorOptions, costs: Costs, rows: int, 
     update = trained * batch.exact + reference  # one native update: re-forward, backward, μ_ref
     name = options.name
     if name == "native":
-        return steps * batch.forward + epochs * update + fixed
+        return steps * batch.forward + batch.decode + epochs * update + fixed
     if name == "lean_retain":
-        return (steps - trained) * batch.forward + update + (epochs - 1) * update + fixed
+        return (steps - trained) * batch.forward + batch.decode + update + (epochs - 1) * update + fixed
     if name == "lean_reweight":
         one = costs(1)
-        rollouts = rows * ((steps - trained) * one.forward + trained * one.exact)
+        rollouts = rows * ((steps - trained) * one.forward + trained * one.exact + one.decode)
         return rollouts + reference + (epochs - 1) * update + fixed
     if isinstance(options, JaggOptions):
         routed, width = options.routed_groups(trained), options.group_width
         joint = 2 * batch.forward_grad + (width - 2) * batch.forward + 2 * batch.backward
         jagg_update = routed * joint + (trained - routed * width) * batch.exact + reference
-        return steps * batch.forward + epochs * jagg_update + fixed
+        return steps * batch.forward + batch.decode + epochs * jagg_update + fixed
     if isinstance(options, DigenrlOptions):
         return digenrl_cost(spec, options, costs, fixed)
     raise ValueError(f"no cost model for executor {name!r}")
@@ -83,7 +87,8 @@ def digenrl_cost(spec: JobSpec, options: DigenrlOptions, costs: Costs, fixed: fl
     groups, units = algo.prompts_per_step, algo.prompts_per_step * algo.group_size
     tsb = min(options.timestep_batch or trained, trained)
     stages = math.ceil(groups / generators)
-    g = stages * algo.sampling_steps * costs(algo.group_size).forward + fixed
+    group = costs(algo.group_size)
+    g = stages * (algo.sampling_steps * group.forward + group.decode) + fixed
     h = math.ceil(units / trainers) * math.ceil(trained / tsb) * costs(tsb).exact
     return max(g, h) + min(g, h) / stages
 
