@@ -4,11 +4,13 @@ Two regimes. Overhead-bound: the built-in tiny SD3 model, where a batch of four 
 than one sample (per-op overhead dominates), as on no GPU; one process each (native, lean_retain,
 lean_reweight, jagg interleaved) at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two
 gloo ranks for lean_reweight's single all-reduce and for digenrl (1 generator + 1 trainer).
-Compute-bound: an SD3-shaped model with 256 image tokens (``trainer/models/sized_sd3.py``), sized so
-a batch of four costs about four batches of one (0.93-0.96 in interleaved medians on a 2-core VM),
-so lean_reweight's per-sample rollouts are priced as on a GPU. Each table's heading gives the ratio
-this run measured: on a loaded machine it drops (timing noise), and the bounds with it. K = T is impossible: the
-near-clean last step is never trained (the spec refuses K >= T), so K = 9 is the full trajectory.
+Compute-bound: an SD3-shaped model with 576 image tokens (``trainer/models/sized_sd3.py``), sized so
+a batch of four costs about four batches of one (0.99 in the bench's interleaved medians on a 2-core VM;
+at 256 tokens per-call work a batch shares kept it at 0.72-0.85), so lean_reweight's per-sample rollouts
+are priced as on a GPU. Each table's heading gives the ratio this run measured, and the file the load
+average the run saw: on a loaded machine the ratio moves (timing noise), and the bounds with it.
+K = T is impossible: the near-clean last step is never trained (the spec refuses K >= T), so K = 9 is
+the full trajectory.
 Writes executors.md (the tables) and executors.json (every report).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,7 @@ from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
 from trainer.spec import EXECUTORS  # noqa: E402
 
 SINGLE = ",".join(name for name in EXECUTORS if name != "digenrl")  # every executor one process runs
-COMPUTE_BOUND = SD3Size(hidden=384, blocks=1, latent_size=32)  # 256 image tokens
+COMPUTE_BOUND = SD3Size(hidden=384, blocks=1, latent_size=48)  # 576 image tokens
 SIZED = "sized"  # model.path placeholder: the compute-bound model's folder
 
 
@@ -110,6 +113,7 @@ def main() -> int:
     parser.add_argument("--regime", choices=sorted(REGIMES), help="run one regime and print it (results untouched)")
     regimes = [parser.parse_args().regime] if parser.parse_args().regime else list(REGIMES)
     sections, reports = [], []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         sized = str(build_sized_sd3(folder / "sized", COMPUTE_BOUND)) if "compute" in regimes else SIZED
@@ -122,7 +126,9 @@ def main() -> int:
                 found.append(bench(folder, len(reports) + len(found), job, executors))
             sections.append(section(title, found))
             reports.extend(found)
-    text = "# Executor benchmark (make bench)\n\n" + "\n".join(sections)
+    load_after, cores = os.getloadavg()[0], os.cpu_count()
+    load = f"Load average (1 min) {load_before:.2f} at the start, {load_after:.2f} at the end, on {cores} cores."
+    text = "# Executor benchmark (make bench)\n\n" + load + "\n\n" + "\n".join(sections)
     text += f"\nPeak memory: {reports[0]['memory_method']}.\n"
     if len(regimes) == len(REGIMES):
         RESULTS.mkdir(parents=True, exist_ok=True)
