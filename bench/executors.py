@@ -90,7 +90,8 @@ def bench(folder: Path, index: int, job: dict[str, Any], executors: str) -> dict
     command = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer", "bench", "--spec", str(path)]
     print(f"bench {job['name']}: {executors}", flush=True)
     options = ["--executors", executors, "--rounds", "4", "--json", str(out)]
-    subprocess.run([*command, *options], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    single = {**os.environ, "OMP_NUM_THREADS": "1"}  # each rank's one thread; torchrun then prints no banner on it
+    subprocess.run([*command, *options], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=single)
     return json.loads(out.read_text())
 
 

@@ -57,8 +57,6 @@ class CheckpointSchedule:
         fp64 holds diffusers' fp32 values exactly; coefficients derived from it (g, c) are then exact to the
         step math. Callers index it by step number, never by a float timestep.
         """
-        from diffusers.pipelines.flux.pipeline_flux import calculate_shift
-
         scheduler = self.scheduler(shift)
         config = scheduler.config
         if self.pipeline == "flux":
@@ -85,3 +83,12 @@ class CheckpointSchedule:
         else:
             scheduler.set_timesteps(steps)
         return scheduler.sigmas.to(torch.float64)
+
+
+def calculate_shift(image_tokens: int, base_tokens: int, max_tokens: int, base_shift: float, max_shift: float) -> float:
+    """μ, linear in the image token count: diffusers' ``calculate_shift`` (pipelines/flux/pipeline_flux.py),
+    the same arithmetic in the same order. Importing it from there would load diffusers' pipelines, whose
+    image-adapter imports make transformers warn twice in every job's log that torchvision is missing."""
+    slope = (max_shift - base_shift) / (max_tokens - base_tokens)
+    intercept = base_shift - slope * base_tokens
+    return image_tokens * slope + intercept
