@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Path, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import get_session
@@ -15,13 +15,14 @@ from server.schemas.common import MAX_INT32
 from server.schemas.experiments import ExperimentDetail, NoteIn
 from server.services import pages
 from server.services.auth import Caller
-from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.errors import NotFound
 from server.services.experiment_actions import add_note, cancel_experiment, retry_experiment
 from server.services.experiment_reads import experiment_detail, list_experiments, parse_filters
 from server.states import EXPERIMENT_STATES, TERMINAL_STATES
 from web.pages.compare import synced_gallery
 from web.pages.deps import PageNotFound, page_caller, require_csrf
-from web.pages.render import error_page, not_found, render, templates
+from web.pages.page_write import page_write
+from web.pages.render import error_page, render, templates
 
 router = APIRouter()
 ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")]
@@ -160,16 +161,12 @@ def experiment_gallery(
 
 
 def _act(request: Request, experiment_id: ExperimentId, caller: Caller, session: Session, action: str) -> Response:
-    try:
-        if action == "cancel":
-            cancel_experiment(session, caller, experiment_id)
-        else:
-            retry_experiment(session, caller, experiment_id)
-    except NotFound:
-        return not_found(request, f"experiment #{experiment_id}")
-    except ServiceError as exc:
-        return error_page(request, exc.status_code, f"Cannot {action} experiment #{experiment_id}", str(exc.detail))
-    return RedirectResponse(f"/experiments/{experiment_id}", status_code=303)
+    def write() -> str:
+        (cancel_experiment if action == "cancel" else retry_experiment)(session, caller, experiment_id)
+        return f"/experiments/{experiment_id}"
+
+    subject = f"experiment #{experiment_id}"
+    return page_write(request, caller, subject, f"Cannot {action} {subject}", write)
 
 
 @router.post("/experiments/{experiment_id}/cancel", dependencies=[Depends(require_csrf)])
@@ -203,12 +200,9 @@ def note(
     """Add a note (Markdown, rendered safely by services.markdown_text) and show it at the end of the notes."""
     if not body.strip():
         return error_page(request, 422, "Empty note", "body: write something first")
-    try:
+
+    def write() -> str:
         added = add_note(session, caller, experiment_id, NoteIn(body=body[:20_000]))
-    except NotFound:
-        return not_found(request, f"experiment #{experiment_id}")
-    except FieldErrors as exc:
-        return error_page(request, 422, "Cannot add the note", "; ".join(e["message"] for e in exc.detail))
-    except ServiceError as exc:
-        return error_page(request, exc.status_code, "Cannot add the note", str(exc.detail))
-    return RedirectResponse(f"/experiments/{experiment_id}#note-{added.id}", status_code=303)
+        return f"/experiments/{experiment_id}#note-{added.id}"
+
+    return page_write(request, caller, f"experiment #{experiment_id}", "Cannot add the note", write)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from server.api.deps import JobId, get_session
@@ -18,7 +18,7 @@ from server.services.advice import prediction_for_job
 from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
-from server.services.errors import NotFound, ServiceError
+from server.services.errors import NotFound
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
@@ -27,7 +27,8 @@ from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
 from server.services.remote_reward_warning import stored_remote_reward_warnings
 from server.states import TERMINAL_STATES
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
-from web.pages.render import error_page, not_found, render
+from web.pages.page_write import page_write
+from web.pages.render import render
 
 router = APIRouter()
 
@@ -153,18 +154,11 @@ def _job_logs(session: Session, caller: Caller, request: Request, job_id: int, a
 
 
 def _act(request: Request, job_id: int, caller: Caller, session: Session, action: str) -> Response:
-    if not caller.can_write:
-        return error_page(request, 403, "Read-only session", "You logged in with a read-only token.")
-    try:
-        if action == "cancel":
-            cancel_job(session, caller, job_id)
-        else:
-            retry_job(session, caller, job_id)
-    except NotFound:
-        return not_found(request, f"job #{job_id}")
-    except ServiceError as exc:
-        return error_page(request, exc.status_code, f"Cannot {action} job #{job_id}", str(exc.detail))
-    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+    def write() -> str:
+        (cancel_job if action == "cancel" else retry_job)(session, caller, job_id)
+        return f"/jobs/{job_id}"
+
+    return page_write(request, caller, f"job #{job_id}", f"Cannot {action} job #{job_id}", write)
 
 
 @router.post("/jobs/{job_id}/cancel", dependencies=[Depends(require_csrf)])
