@@ -3,7 +3,6 @@ table beside a chart of predicted memory against K, and "Submit with this execut
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -17,23 +16,13 @@ from server.services import advice
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound, ServiceError
 from web.pages.deps import page_caller, require_csrf
-from web.pages.render import error_page, not_found, render
-from web.pages.spec_form import form_to_spec
+from web.pages.page_write import page_write
+from web.pages.render import not_found, render
+from web.pages.spec_form import spec_from_form
 from web.pages.submit import submit_form_page
 
 router = APIRouter()
 AdviceId = Path(ge=1, le=2**31 - 1)
-
-
-def _spec_from_form(form: dict[str, str]) -> tuple[Any, str, list[dict[str, str]]]:
-    """The spec as the submit form sends it (its JSON editor or its fields): (data, its JSON, errors)."""
-    if form.get("mode") == "json":
-        try:
-            return json.loads(form.get("spec_json", "")), form.get("spec_json", ""), []
-        except json.JSONDecodeError as exc:
-            return None, form.get("spec_json", ""), [{"field": "", "message": f"malformed JSON: {exc}"}]
-    data = form_to_spec(form)
-    return data, json.dumps(data, indent=2), []
 
 
 @router.post("/advise", dependencies=[Depends(require_csrf)])
@@ -45,7 +34,7 @@ async def advise_page(
 ) -> Response:
     """Queue the probe and go to the advice's page; any error shows the submit form again with its message."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-    data, spec_json, errors = _spec_from_form(form)
+    data, spec_json, errors = spec_from_form(form)
     if not errors and not caller.can_write:
         errors = [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
     if not errors:
@@ -76,6 +65,14 @@ def _context(session: Session, caller: Caller, advice_id: int) -> dict[str, Any]
     return {"advice": found, "rows": rows, "chart": chart, "section": "submit"}
 
 
+def _render(request: Request, template: str, session: Session, caller: Caller, advice_id: int) -> HTMLResponse:
+    """The page or its polled answer; a missing or hidden advice is the 404 page."""
+    try:
+        return render(request, template, _context(session, caller, advice_id))
+    except NotFound:
+        return not_found(request, f"advice #{advice_id}")
+
+
 @router.get("/advice/{advice_id}", response_class=HTMLResponse)
 def advice_page(
     request: Request,
@@ -83,10 +80,7 @@ def advice_page(
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
-    try:
-        return render(request, "advice.html", _context(session, caller, advice_id))
-    except NotFound:
-        return not_found(request, f"advice #{advice_id}")
+    return _render(request, "advice.html", session, caller, advice_id)
 
 
 @router.get("/advice/{advice_id}/body", response_class=HTMLResponse)
@@ -97,10 +91,7 @@ def advice_body(
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
     """The answer alone, polled while the probe runs."""
-    try:
-        return render(request, "partials/advice_body.html", _context(session, caller, advice_id))
-    except NotFound:
-        return not_found(request, f"advice #{advice_id}")
+    return _render(request, "partials/advice_body.html", session, caller, advice_id)
 
 
 @router.post("/advice/{advice_id}/submit", dependencies=[Depends(require_csrf)])
@@ -113,15 +104,8 @@ async def submit_from_advice_page(
 ) -> Response:
     form = await request.form()
     executor = str(form.get("executor", ""))
-    if not caller.can_write:
-        return error_page(request, 403, "Read-only session", "You logged in with a read-only token.")
-    try:
-        job = advice.submit_from_advice(session, caller, advice_id, executor, settings)
-    except NotFound:
-        return not_found(request, f"advice #{advice_id}")
-    except FieldErrors as exc:
-        message = "; ".join(f"{e['field']}: {e['message']}" for e in exc.detail)
-        return error_page(request, 422, "Not submitted", message)
-    except ServiceError as exc:
-        return error_page(request, exc.status_code, "Not submitted", str(exc.detail))
-    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    def write() -> str:
+        return f"/jobs/{advice.submit_from_advice(session, caller, advice_id, executor, settings).id}"
+
+    return page_write(request, caller, f"advice #{advice_id}", "Not submitted", write)

@@ -6,6 +6,7 @@ typed; the spec's own validation (the same as the API's) does every type convers
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -212,6 +213,18 @@ def form_to_spec(form: Mapping[str, str]) -> dict[str, Any]:
         rows = spec["reward"]
         spec["reward"] = [rows[i] for i in sorted(rows) if rows[i].get("name")]
     return spec
+
+
+def spec_from_form(form: Mapping[str, str]) -> tuple[Any, str, list[dict[str, str]]]:
+    """The spec as the submit form sends it, from its JSON editor or its fields: (data, its JSON, errors)."""
+    if form.get("mode") == "json":
+        spec_json = form.get("spec_json", "")
+        try:
+            return json.loads(spec_json), spec_json, []
+        except json.JSONDecodeError as exc:
+            return None, spec_json, [{"field": "", "message": f"malformed JSON: {exc}"}]
+    data = form_to_spec(form)
+    return data, json.dumps(data, indent=2), []
 
 
 def _put(spec: dict[str, Any], dotted: str, value: Any) -> None:

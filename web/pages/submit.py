@@ -21,7 +21,7 @@ from server.services.job_reads import job_detail
 from server.services.jobs import submit_job
 from web.pages.deps import page_caller, require_csrf
 from web.pages.render import render
-from web.pages.spec_form import build_sections, default_values, flatten, form_to_spec
+from web.pages.spec_form import build_sections, default_values, flatten, form_to_spec, spec_from_form
 
 router = APIRouter()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -119,17 +119,7 @@ async def submit(
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     mode = "json" if form.get("mode") == "json" else "form"
     team = form.get("team") or None
-    spec_json = form.get("spec_json", "")
-    data: Any = None
-    errors: list[dict[str, str]] = []
-    if mode == "json":
-        try:
-            data = json.loads(spec_json)
-        except json.JSONDecodeError as exc:
-            errors = [{"field": "", "message": f"malformed JSON: {exc}"}]
-    else:
-        data = form_to_spec(form)
-        spec_json = json.dumps(data, indent=2)
+    data, spec_json, errors = spec_from_form(form)
     if not errors:
         if not caller.can_write:
             errors = [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
