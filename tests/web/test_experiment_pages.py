@@ -207,3 +207,15 @@ def test_retry_queues_the_failed_cells_only(client: TestClient, app: FastAPI) ->
     assert client.post(f"/experiments/{experiment_id}/retry", data={"csrf_token": csrf_of(page)}).status_code == 303
     cells = client.get(f"/api/v1/experiments/{experiment_id}").json()["cells"]
     assert {c["job_id"]: c["status"] for c in cells if c["status"] != "succeeded"} == {failed_id: "queued"}
+
+
+def test_the_samples_side_by_side_show_every_cell_at_the_slider_s_step(client: TestClient, app: FastAPI) -> None:
+    experiment_id = seed_experiment(app, _token(app))
+    page = client.get(f"/experiments/{experiment_id}").text
+    assert 'id="experiment-slider"' in page and f'hx-get="/experiments/{experiment_id}/gallery"' in page
+    assert 'data-current-step="15"' in page
+    grid = client.get(f"/experiments/{experiment_id}/gallery?i=1").text
+    assert grid.startswith('<div id="experiment-gallery"') and 'data-current-step="5"' in grid
+    captions = re.findall(r'data-caption="([^"]*)"', grid)
+    assert len(captions) == 2 * 4  # two prompts, four cells, each at step 5 with its lowest seed
+    assert all(" · seed 0 · step 5 · " in caption for caption in captions)

@@ -104,6 +104,14 @@ def _live_context(experiment: ExperimentDetail, caller: Caller) -> dict[str, Any
     }
 
 
+def _gallery_context(session: Session, caller: Caller, experiment_id: int, i: int | None) -> dict[str, Any]:
+    """The samples side by side: one column per visible cell's job, at the slider's step `i`."""
+    experiment = _detail(session, caller, experiment_id)
+    jobs = pages.visible_jobs(session, caller, [cell.job_id for cell in experiment.cells])
+    cells = {cell.job_id: cell for cell in experiment.cells}
+    return {"experiment": experiment, "cells": cells, "jobs": jobs, "gallery": synced_gallery(session, jobs, i)}
+
+
 @router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
 def experiment_page(
     request: Request,
@@ -112,16 +120,8 @@ def experiment_page(
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
-    experiment = _detail(session, caller, experiment_id)
-    jobs = pages.visible_jobs(session, caller, [cell.job_id for cell in experiment.cells])
-    context = _live_context(experiment, caller)
-    context.update(
-        section="experiments",
-        charts=CHARTS,
-        cells={cell.job_id: cell for cell in experiment.cells},
-        jobs=jobs,
-        gallery=synced_gallery(session, jobs, i),
-    )
+    context = _gallery_context(session, caller, experiment_id, i)
+    context.update(_live_context(context["experiment"], caller), section="experiments", charts=CHARTS)
     return render(request, "experiment.html", context)
 
 
@@ -146,17 +146,7 @@ def experiment_gallery(
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
     """The synced gallery's table alone, swapped by its step slider."""
-    experiment = _detail(session, caller, experiment_id)
-    jobs = pages.visible_jobs(session, caller, [cell.job_id for cell in experiment.cells])
-    gallery = synced_gallery(session, jobs, i)
-    context = {
-        "experiment": experiment,
-        "cells": {c.job_id: c for c in experiment.cells},
-        "jobs": jobs,
-        "current": gallery.get("current"),
-        "prompts": gallery.get("prompts", []),
-        "cells_by_prompt": gallery.get("cells", {}),
-    }
+    context = _gallery_context(session, caller, experiment_id, i)
     return render(request, "partials/experiment_gallery.html", context)
 
 
