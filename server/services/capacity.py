@@ -11,10 +11,10 @@ from server.services.hosts import model_matches
 from trainer.spec import JobSpec
 
 
-def matching_per_host(session: Session, device_type: str, gpu_model: str | None) -> list[int]:
-    """Enabled devices of the type and model on each host not disabled by an admin, largest first."""
-    counts: dict[int, int] = {}
-    for host_id, model in session.execute(
+def usable_devices(session: Session, device_type: str) -> list[tuple[int, str]]:
+    """(host id, model) of each enabled device of the type on a host that neither an admin nor the host itself
+    has disabled: what a job could ever be placed on."""
+    rows = session.execute(
         select(Device.host_id, Device.model)
         .join(Host, Host.id == Device.host_id)
         .where(
@@ -23,7 +23,14 @@ def matching_per_host(session: Session, device_type: str, gpu_model: str | None)
             Device.enabled.is_(True),
             Device.device_type == device_type,
         )
-    ):
+    )
+    return [(host_id, model) for host_id, model in rows]
+
+
+def matching_per_host(session: Session, device_type: str, gpu_model: str | None) -> list[int]:
+    """Enabled devices of the type and model on each host not disabled by an admin, largest first."""
+    counts: dict[int, int] = {}
+    for host_id, model in usable_devices(session, device_type):
         if model_matches(model, gpu_model):
             counts[host_id] = counts.get(host_id, 0) + 1
     return sorted(counts.values(), reverse=True)

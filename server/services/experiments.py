@@ -13,15 +13,14 @@ import secrets
 from typing import Any
 
 import orjson
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import AdminState, Device, Experiment, Host, HostStatus
+from server.models import Experiment
 from server.schemas.experiments import ExperimentCreate, ExperimentDetail
 from server.services import audit
 from server.services.auth import Caller, TeamRole
-from server.services.capacity import check_capacity
+from server.services.capacity import check_capacity, usable_devices
 from server.services.errors import FieldErrors
 from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
 from server.services.experiment_reads import experiment_detail
@@ -47,16 +46,7 @@ def fair_device_model(session: Session, base: dict[str, Any]) -> str | None:
     wanted = wanted if isinstance(wanted, int) else 1
     device_type = device_type if isinstance(device_type, str) else "cpu"  # the cells' validation says what is wrong
     per_host: dict[tuple[str, int], int] = {}
-    for host_id, model in session.execute(
-        select(Device.host_id, Device.model)
-        .join(Host, Host.id == Device.host_id)
-        .where(
-            Host.admin_state != AdminState.DISABLED,
-            Host.status != HostStatus.DISABLED,
-            Device.enabled.is_(True),
-            Device.device_type == device_type,
-        )
-    ):
+    for host_id, model in usable_devices(session, device_type):
         per_host[(model, host_id)] = per_host.get((model, host_id), 0) + 1
     ranking: dict[str, tuple[int, int]] = {}
     for (model, _), count in per_host.items():
