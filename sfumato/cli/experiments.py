@@ -7,53 +7,36 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sfumato import Client, Experiment
 from sfumato.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, steps, when
+from sfumato.cli.progress_follower import ProgressFollower
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Experiments: one spec over a matrix of axes, one job per cell")
 
 
-class _CellFollower:
+class _CellFollower(ProgressFollower):
     """A progress bar per cell while the experiment runs (a line per change when not on a terminal)."""
 
     def __init__(self, experiment: Experiment) -> None:
-        self.live = err.is_terminal
-        self.seen: dict[int, tuple[str, int]] = {}
-        self.progress = Progress(
+        super().__init__(
             TextColumn("{task.fields[label]:<40}"),
             TextColumn("job {task.fields[job_id]} [bold]{task.fields[status]:<9}[/bold]"),
             BarColumn(),
             TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
             TimeElapsedColumn(),
-            console=err,
         )
         self.tasks: dict[int, TaskID] = {
-            cell.job_id: self.progress.add_task(
-                "", total=max(cell.total_steps, 1), label=cell.label[:40], job_id=cell.job_id, status=cell.status
-            )
+            cell.job_id: self.add(cell.total_steps, label=cell.label[:40], job_id=cell.job_id, status=cell.status)
             for cell in experiment.cells or []
         }
 
-    def __enter__(self) -> _CellFollower:
-        if self.live:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self.live:
-            self.progress.stop()
-
     def update(self, experiment: Experiment) -> None:
         for cell in experiment.cells or []:
-            total = max(cell.total_steps, 1) if cell.total_steps else None
-            self.progress.update(self.tasks[cell.job_id], completed=cell.step, total=total, status=cell.status)
-            if not self.live and self.seen.get(cell.job_id) != (cell.status, cell.step):
-                line = f"{cell.label}: job {cell.job_id} {cell.status}  step {steps(cell.step, cell.total_steps)}"
-                err.print(line, markup=False)
-            self.seen[cell.job_id] = (cell.status, cell.step)
+            line = f"{cell.label}: job {cell.job_id} {cell.status}  step {steps(cell.step, cell.total_steps)}"
+            self.show(self.tasks[cell.job_id], cell.step, cell.total_steps, cell.status, line)
 
 
 def _print_summary(experiment: Experiment) -> None:

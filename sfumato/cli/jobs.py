@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sfumato import Client, Job
@@ -28,6 +28,7 @@ from sfumato.cli.common import (
     times,
     when,
 )
+from sfumato.cli.progress_follower import ProgressFollower
 from sfumato.export import Format, write_csv, write_table
 
 
@@ -35,42 +36,22 @@ def _stats(job: Job) -> str:
     return f"reward {number(job.last_reward)}  {number(job.samples_per_s, 3)} samples/s"
 
 
-class _Follower:
+class _Follower(ProgressFollower):
     """Shows a job's progress while `wait` polls it: a live bar on a terminal, a line per step otherwise."""
 
     def __init__(self, job: Job) -> None:
-        self.live = err.is_terminal
-        self.last_step = -1
-        self.last_status = ""
-        self.progress = Progress(
+        super().__init__(
             TextColumn("job {task.fields[job_id]} [bold]{task.fields[status]}[/bold]"),
             BarColumn(),
             TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
             TextColumn("{task.fields[stats]}"),
             TimeElapsedColumn(),
-            console=err,
         )
-        self.task: TaskID = self.progress.add_task(
-            "", total=max(job.total_steps, 1), job_id=job.id, status=job.status, stats=_stats(job)
-        )
-
-    def __enter__(self) -> _Follower:
-        if self.live:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self.live:
-            self.progress.stop()
+        self.task = self.add(job.total_steps, job_id=job.id, status=job.status, stats=_stats(job))
 
     def update(self, job: Job) -> None:
-        total = max(job.total_steps, 1) if job.total_steps else None
-        self.progress.update(self.task, completed=job.step, total=total, status=job.status, stats=_stats(job))
-        if not self.live and (job.step != self.last_step or job.status != self.last_status):
-            err.print(
-                f"job {job.id} {job.status}  step {steps(job.step, job.total_steps)}  {_stats(job)}", markup=False
-            )
-        self.last_step, self.last_status = job.step, job.status
+        line = f"job {job.id} {job.status}  step {steps(job.step, job.total_steps)}  {_stats(job)}"
+        self.show(self.task, job.step, job.total_steps, job.status, line, stats=_stats(job))
 
 
 def _follow(api: Client, job: Job, timeout: float | None) -> Job:
