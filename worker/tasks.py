@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -20,9 +22,26 @@ from worker.supervisor import Outcome, supervise
 from worker.transactions import write_when_database_answers
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A task whose start cannot reach the database for this long gives up; the scheduler requeues the job.
 START_GIVE_UP_SECONDS = 60.0
+
+
+def _start(start: Callable[[Session], T | None], what: str, host: str) -> T | None:
+    """A run's plan, written once the database answers (giving up after START_GIVE_UP_SECONDS); None, logged,
+    when the run is no longer this host's to start."""
+    plan = write_when_database_answers(
+        start, f"starting {what}", give_up_after_seconds=START_GIVE_UP_SECONDS, stop=SHUTDOWN
+    )
+    if plan is None:
+        log.info("%s is not current on %s; nothing to run", what, host)
+    return plan
+
+
+def _until_written(write: Callable[[Session], T], what: str) -> T:
+    """An end must reach the database: retried until it does or the worker shuts down."""
+    return write_when_database_answers(write, what, give_up_after_seconds=None, stop=SHUTDOWN)
 
 
 @app.task(name="worker.run_job")
@@ -31,16 +50,9 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
     settings = get_settings()
     host = host_name(settings)
     what = f"job {job_id} attempt {attempt} node {node_rank}"
-    plan = write_when_database_answers(
-        lambda session: job_runs.start_run(
-            session, job_id, attempt, node_rank, host, settings.resolved_artifact_root()
-        ),
-        f"starting {what}",
-        give_up_after_seconds=START_GIVE_UP_SECONDS,
-        stop=SHUTDOWN,
-    )
+    root = settings.resolved_artifact_root()
+    plan = _start(lambda session: job_runs.start_run(session, job_id, attempt, node_rank, host, root), what, host)
     if plan is None:
-        log.info("%s is not current on %s; nothing to run", what, host)
         return "skipped"
 
     argv = torchrun_argv(plan, python=settings.trainer_python or sys.executable)
@@ -65,7 +77,7 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
             session, job_id, attempt, node_rank, host, outcome.exit_code, outcome.stopped_for, outcome.tail
         )
 
-    status = write_when_database_answers(finish, f"finishing {what}", give_up_after_seconds=None, stop=SHUTDOWN)
+    status = _until_written(finish, f"finishing {what}")
     return status or "unchanged"
 
 
@@ -79,16 +91,9 @@ def run_service(service_id: int, generation: int) -> str:
     settings = get_settings()
     host = host_name(settings)
     what = f"service {service_id} generation {generation}"
-    plan = write_when_database_answers(
-        lambda session: service_runs.start_service(
-            session, service_id, generation, host, settings.resolved_artifact_root()
-        ),
-        f"starting {what}",
-        give_up_after_seconds=START_GIVE_UP_SECONDS,
-        stop=SHUTDOWN,
-    )
+    root = settings.resolved_artifact_root()
+    plan = _start(lambda session: service_runs.start_service(session, service_id, generation, host, root), what, host)
     if plan is None:
-        log.info("%s is not current on %s; nothing to run", what, host)
         return "skipped"
     launch = ServiceLaunch(
         python=settings.trainer_python or sys.executable,
@@ -102,16 +107,11 @@ def run_service(service_id: int, generation: int) -> str:
     except OSError as exc:  # the server could not even start
         log.error("%s could not start: %s", what, exc)
         stopped_for, why = None, f"could not start: {exc}"
-        write_when_database_answers(
+        _until_written(
             lambda session: service_runs.mark_died(session, service_id, generation, why, [], was_healthy=False),
             f"recording {what}",
-            give_up_after_seconds=None,
-            stop=SHUTDOWN,
         )
-    status = write_when_database_answers(
-        lambda session: service_runs.finish_service(session, service_id, generation, stopped_for),
-        f"finishing {what}",
-        give_up_after_seconds=None,
-        stop=SHUTDOWN,
+    status = _until_written(
+        lambda session: service_runs.finish_service(session, service_id, generation, stopped_for), f"finishing {what}"
     )
     return status or "unchanged"
