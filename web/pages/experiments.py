@@ -45,7 +45,15 @@ def cells_done(status_counts: dict[str, int]) -> int:
 templates.env.globals["cells_done"] = cells_done
 
 
-def _list_context(session: Session, caller: Caller, state: str, q: str, created_by: str, page: int) -> dict[str, Any]:
+def _list_context(
+    state: str = "",
+    q: str = "",
+    created_by: str = "",
+    page: int = 1,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> dict[str, Any]:
+    """The filtered page of the list, for the page and for its polled body alike (a dependency of both)."""
     filters = parse_filters(state if state in EXPERIMENT_STATES else None, q.strip(), created_by.strip())
     page = max(page, 1)
     found = list_experiments(session, caller, filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
@@ -55,32 +63,13 @@ def _list_context(session: Session, caller: Caller, state: str, q: str, created_
 
 
 @router.get("/experiments", response_class=HTMLResponse)
-def experiments_page(
-    request: Request,
-    state: str = "",
-    q: str = "",
-    created_by: str = "",
-    page: int = 1,
-    caller: Caller = Depends(page_caller),
-    session: Session = Depends(get_session),
-) -> HTMLResponse:
-    context = _list_context(session, caller, state, q, created_by, page)
-    context.update(section="experiments", states=EXPERIMENT_STATES)
-    return render(request, "experiments.html", context)
+def experiments_page(request: Request, context: dict[str, Any] = Depends(_list_context)) -> HTMLResponse:
+    return render(request, "experiments.html", {**context, "section": "experiments", "states": EXPERIMENT_STATES})
 
 
 @router.get("/experiments/rows", response_class=HTMLResponse)
-def experiment_rows(
-    request: Request,
-    state: str = "",
-    q: str = "",
-    created_by: str = "",
-    page: int = 1,
-    caller: Caller = Depends(page_caller),
-    session: Session = Depends(get_session),
-) -> HTMLResponse:
+def experiment_rows(request: Request, context: dict[str, Any] = Depends(_list_context)) -> HTMLResponse:
     """The table body alone, polled by htmx and swapped when a filter changes."""
-    context = _list_context(session, caller, state, q, created_by, page)
     return render(request, "partials/experiment_rows.html", context)
 
 
