@@ -14,9 +14,9 @@ from server.config import Settings
 from server.schemas.advice import AdviseRequest
 from server.services import advice
 from server.services.auth import Caller
-from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.errors import NotFound
 from web.pages.deps import page_caller, require_csrf
-from web.pages.page_write import page_write
+from web.pages.page_write import form_write, page_write
 from web.pages.render import not_found, render
 from web.pages.spec_form import spec_from_form
 from web.pages.submit import submit_form_page
@@ -35,19 +35,16 @@ async def advise_page(
     """Queue the probe and go to the advice's page; any error shows the submit form again with its message."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     data, spec_json, errors = spec_from_form(form)
-    if not errors and not caller.can_write:
-        errors = [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
+
+    def write() -> str:
+        spec = data if isinstance(data, dict) else {}
+        body = AdviseRequest(spec=spec, memory_budget=form.get("memory_budget") or None)
+        return f"/advice/{advice.request_advice(session, caller, body, settings, form.get('team') or None).id}"
+
     if not errors:
-        body = AdviseRequest(
-            spec=data if isinstance(data, dict) else {}, memory_budget=form.get("memory_budget") or None
-        )
-        try:
-            created = advice.request_advice(session, caller, body, settings, form.get("team") or None)
-            return RedirectResponse(f"/advice/{created.id}", status_code=303)
-        except FieldErrors as exc:
-            errors = list(exc.detail)
-        except ServiceError as exc:
-            errors = [{"field": "", "message": str(exc.detail)}]
+        target, errors = form_write(caller, write)
+        if target:
+            return RedirectResponse(target, status_code=303)
     mode = "json" if form.get("mode") == "json" else "form"
     return submit_form_page(
         request, caller, mode=mode, values=form, spec_json=spec_json, errors=errors, team=form.get("team", ""),

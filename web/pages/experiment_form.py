@@ -21,11 +21,12 @@ from server.api.deps import get_session, get_settings
 from server.config import Settings
 from server.schemas.experiments import ExperimentCreate
 from server.services.auth import Caller
-from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.errors import FieldErrors, NotFound
 from server.services.experiment_matrix import Axis, cell_count, check_axes
 from server.services.experiments import create_experiment, fair_timing_default
 from server.services.job_reads import job_detail
 from web.pages.deps import page_caller, require_csrf
+from web.pages.page_write import form_write
 from web.pages.render import render
 from web.pages.submit import DEFAULT_PRESET, presets
 
@@ -196,9 +197,8 @@ async def submit_experiment(
     form = await request.form()
     values = {k: v for k, v in form.items() if isinstance(v, str) and k not in ("axis_path", "axis_values")}
     rows = typed_rows(form)
-    try:
-        if not caller.can_write:
-            raise FieldErrors.one("", "this session is read-only (logged in with a read token)")
+
+    def write() -> str:
         body = {
             "name": values.get("name", ""),
             "spec": parse_spec(values.get("spec", "")),
@@ -210,11 +210,11 @@ async def submit_experiment(
         except ValidationError as exc:
             raise FieldErrors([_field_error(e, rows) for e in exc.errors()]) from None
         experiment = create_experiment(session, caller, request_body, settings, values.get("team") or None)
-        return RedirectResponse(f"/experiments/{experiment.id}", status_code=303)
-    except FieldErrors as exc:
-        errors = list(exc.detail)
-    except ServiceError as exc:
-        errors = [{"field": "", "message": str(exc.detail)}]
+        return f"/experiments/{experiment.id}"
+
+    target, errors = form_write(caller, write)
+    if target:
+        return RedirectResponse(target, status_code=303)
     return _page(request, caller, values, rows, errors, status_code=422)
 
 

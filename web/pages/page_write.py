@@ -28,3 +28,16 @@ def page_write(request: Request, caller: Caller, subject: str, refused: str, wri
     except ServiceError as exc:
         return error_page(request, exc.status_code, refused, str(exc.detail))
     return RedirectResponse(target, status_code=303)
+
+
+def form_write(caller: Caller, write: Callable[[], str]) -> tuple[str | None, list[dict[str, str]]]:
+    """A form's write (submit, advise, a new experiment): (the address to go to, no errors), or (None, the errors
+    to show beside the form's fields) for a read-only session or a refusal, nothing stored."""
+    if not caller.can_write:
+        return None, [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
+    try:
+        return write(), []
+    except FieldErrors as exc:
+        return None, list(exc.detail)
+    except ServiceError as exc:
+        return None, [{"field": "", "message": str(exc.detail)}]

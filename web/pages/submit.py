@@ -16,10 +16,11 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session, get_settings
 from server.config import Settings
 from server.services.auth import Caller
-from server.services.errors import FieldErrors, NotFound, ServiceError
+from server.services.errors import NotFound
 from server.services.job_reads import job_detail
 from server.services.jobs import submit_job
 from web.pages.deps import page_caller, require_csrf
+from web.pages.page_write import form_write
 from web.pages.render import render
 from web.pages.spec_form import build_sections, default_values, flatten, form_to_spec, spec_from_form
 
@@ -121,16 +122,9 @@ async def submit(
     team = form.get("team") or None
     data, spec_json, errors = spec_from_form(form)
     if not errors:
-        if not caller.can_write:
-            errors = [{"field": "", "message": "this session is read-only (logged in with a read token)"}]
-        else:
-            try:
-                job = submit_job(session, caller, data, settings, team)
-                return RedirectResponse(f"/jobs/{job.id}", status_code=303)
-            except FieldErrors as exc:
-                errors = list(exc.detail)
-            except ServiceError as exc:
-                errors = [{"field": "", "message": str(exc.detail)}]
+        target, errors = form_write(caller, lambda: f"/jobs/{submit_job(session, caller, data, settings, team).id}")
+        if target:
+            return RedirectResponse(target, status_code=303)
     return submit_form_page(
         request, caller, mode=mode, values=form, spec_json=spec_json, errors=errors, team=team or "", status_code=422
     )
