@@ -36,6 +36,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def live_processes(*markers: str) -> list[int]:
+    """Process ids, zombies aside, whose command line mentions every marker (a job's run folder, a service's
+    caller-check URL): what a test waits to see start, then to see gone."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if all(marker in cmdline for marker in markers) and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
 @dataclass
 class Platform:
     url: str

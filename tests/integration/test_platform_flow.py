@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_harness import TINY_SPEC, Platform
+from platform_harness import TINY_SPEC, Platform, live_processes
 
 pytestmark = pytest.mark.slow
 
@@ -25,22 +25,6 @@ def tiny_spec(**algorithm: Any) -> dict[str, Any]:
     return spec
 
 
-def trainer_processes(marker: str) -> list[int]:
-    """Live processes whose command line mentions `marker` (a job's own run folder)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state != "Z":
-            pids.append(int(proc.name))
-    return pids
-
-
 def run_two_rank_job_and_cancel_another(platform: Platform) -> None:
     """A 2-rank job and a long 1-rank job side by side (the worker offers 3 CPU slots)."""
     spec = tiny_spec(total_steps=2)
@@ -50,13 +34,13 @@ def run_two_rank_job_and_cancel_another(platform: Platform) -> None:
 
     platform.wait_for("the long job to train a step", lambda: platform.job(long_id)["step"] >= 1, timeout=120)
     run_folder = f"jobs/{long_id}/spec.json"
-    assert trainer_processes(run_folder), "no trainer process is running the long job"
+    assert live_processes(run_folder), "no trainer process is running the long job"
     with platform.client() as http:
         assert http.post(f"/api/v1/jobs/{long_id}/cancel").is_success
     cancelled = platform.wait_status(long_id, ("cancelled", "succeeded", "failed"), timeout=30)
     assert cancelled["status"] == "cancelled"
     assert cancelled["step"] < 1000
-    platform.wait_for("the trainer processes to exit", lambda: not trainer_processes(run_folder), timeout=30)
+    platform.wait_for("the trainer processes to exit", lambda: not live_processes(run_folder), timeout=30)
 
     done = platform.wait_status(job_id, ("succeeded", "failed", "cancelled"), timeout=180)
     assert done["status"] == "succeeded", f"{done['error']}\n{platform.output()}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_harness import TINY_SPEC, Platform
+from platform_harness import TINY_SPEC, Platform, live_processes
 
 pytestmark = pytest.mark.slow
 
@@ -33,19 +33,7 @@ def service_job(name: str) -> dict[str, Any]:
 
 def server_pids(service_id: int) -> list[int]:
     """Live `reward-server` processes of the service (its caller-check URL names it)."""
-    marker = f"/api/v1/services/{service_id}/caller"
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if "reward-server" in cmdline and marker in cmdline and state != "Z":
-            pids.append(int(proc.name))
-    return pids
+    return live_processes("reward-server", f"/api/v1/services/{service_id}/caller")
 
 
 def screenshot_services_page(platform: Platform, service_id: int) -> None:
