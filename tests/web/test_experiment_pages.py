@@ -219,3 +219,15 @@ def test_the_samples_side_by_side_show_every_cell_at_the_slider_s_step(client: T
     captions = re.findall(r'data-caption="([^"]*)"', grid)
     assert len(captions) == 2 * 4  # two prompts, four cells, each at step 5 with its lowest seed
     assert all(" · seed 0 · step 5 · " in caption for caption in captions)
+
+
+def test_a_read_only_session_is_refused_cancel_and_the_cells_stay_queued(anon: TestClient, app: FastAPI) -> None:
+    experiment_id = seed_experiment(app, _token(app), finished=False)
+    auth = {"Authorization": f"Bearer {_token(app)}"}
+    read = anon.post("/api/v1/tokens", json={"name": "look", "scope": "read"}, headers=auth).json()["token"]
+    login = anon.post("/login", data={"token": read, "csrf_token": csrf_of(anon.get("/login").text)})
+    assert login.status_code == 303
+    page = anon.get(f"/experiments/{experiment_id}").text
+    response = anon.post(f"/experiments/{experiment_id}/cancel", data={"csrf_token": csrf_of(page)})
+    assert response.status_code == 403 and "Read-only session" in response.text
+    assert anon.get(f"/api/v1/experiments/{experiment_id}", headers=auth).json()["state"] == "queued"
