@@ -37,8 +37,9 @@ def server_pids(service_id: int) -> list[int]:
 
 
 def screenshot_services_page(platform: Platform, service_id: int) -> None:
-    """docs/images/services.png: the Services page at 1280 px with the service's figures (the closing note's
-    evidence); skipped without Chromium."""
+    """The Services page at 1280 px with the service's figures under test-artifacts, and with
+    SFUMATO_UPDATE_README_IMAGES=1 as docs/images/services.png (the closing note's evidence); skipped without
+    Chromium. A plain test run leaves the tracked files as they are."""
     if not CHROMIUM.exists():
         return
     from playwright.sync_api import sync_playwright
@@ -52,8 +53,9 @@ def screenshot_services_page(platform: Platform, service_id: int) -> None:
         page.wait_for_url(f"{platform.url}/jobs")
         page.goto(f"{platform.url}/services")
         page.click(f"#service-{service_id} summary")
-        DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(DOCS_IMAGE), full_page=True)
+        target = DOCS_IMAGE if os.environ.get("SFUMATO_UPDATE_README_IMAGES") else ARTIFACTS / "services.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
         browser.close()
 
 
