@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import MetaData, Table, create_engine, insert, text
 from sqlalchemy.orm import Session
 
 from server.migrate import downgrade, upgrade
@@ -220,7 +220,7 @@ def test_upgrade_packs_points_stored_one_row_each_and_downgrade_unpacks_them(dat
     engine = create_engine(database_url)
     with engine.begin() as conn:
         conn.execute(
-            insert(Job.__table__),
+            insert(Table("jobs", MetaData(), autoload_with=conn)),  # the table as it was at 0005
             [{"id": 7, "name": "old", "spec": {}, "status": "succeeded", "priority": 0, "algorithm": "flow_grpo",
               "executor": "native", "model_family": "sd3", "device_type": "cpu", "devices": 1, "nodes": 1,
               "attempt": 2, "max_attempts": 3, "cancel_requested": False, "step": 0, "total_steps": 0,
