@@ -179,7 +179,7 @@ def axis_row(request: Request, caller: Caller = Depends(page_caller)) -> HTMLRes
     return render(request, "partials/experiment_axis_row.html", {"row": AxisRow("", "")})
 
 
-@router.post("/experiments/new/preview", response_class=HTMLResponse)
+@router.post("/experiments/new/preview", response_class=HTMLResponse, dependencies=[Depends(require_csrf)])
 async def preview_fragment(request: Request, caller: Caller = Depends(page_caller)) -> HTMLResponse:
     """The live cell count: what the axes typed so far make (swapped by htmx as they change)."""
     rows = typed_rows(await request.form())
