@@ -32,8 +32,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(url, world, app)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(live: Live) -> Iterator[object]:
+    """Per module: Playwright's sync API holds an event loop on the main thread while it is open, which would
+    break every later test that runs asyncio (the reward server's batcher) or a Playwright of its own."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -45,7 +47,7 @@ def browser(live: Live) -> Iterator[object]:
         chromium.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def login_state(browser: object, live: Live, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Log in once through the form; each test's context starts from the saved cookies."""
     context = browser.new_context()  # type: ignore[attr-defined]
