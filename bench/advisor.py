@@ -1,14 +1,14 @@
 """``make bench-advisor``: the advisor's predictions against ``make bench``'s measurements, on the bench's own
-configurations (bench/executors.py), both measured in this run.
+configurations (bench/executors.py), both measured in this run, alternately.
 
-Per configuration: ``python -m trainer probe`` (two K by two batch sizes per executor), the advice at the full
-size (trainer/spec/advice.py), then ``python -m trainer bench`` on the same spec (executors interleaved, the
-bench's samples/s and step peak). Predicted samples/s is compared with the bench's; the predicted step peak
-(the advice's peak memory less the resident bytes) with the bench's peak above the step's start. Targets on this
-CPU: samples/s within 15 %, peak memory within 20 %. The speedup over native (predicted against the bench's) is
-shown too: timed minutes apart on a shared machine, both runs' absolute speeds move with its load, their
-ratios much less. Writes bench/results/advisor.md and advisor.json
-(``--regime compute``: advisor-compute.*).
+Per round and configuration: ``python -m trainer probe`` (two K by two batch sizes per executor, executors
+interleaved), the advice at the full size (trainer/spec/advice.py), then right after it ``python -m trainer
+bench`` on the same spec (executors interleaved, the bench's samples/s and step peak). Rounds alternate probe and
+bench so that the shared machine's load falls on both alike; each figure is the median over the rounds, and the
+ratio predicted / measured of each round is shown beside it. The predicted step peak is the advice's peak memory
+less the resident bytes, against the bench's peak above the step's start (one definition: trainer/bench.py's).
+Targets on this CPU: samples/s within 15 %, peak memory within 20 %. Writes bench/results/advisor.md and
+advisor.json (``--regime compute``: advisor-compute.*).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,60 +41,64 @@ def single_process_runs(regime: str) -> list[tuple[dict[str, Any], str]]:
 
 
 def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[str, Any]:
+    """One round of one configuration: the probe's advice, then the bench, back to back."""
     spec_path, probe_dir, bench_out = folder / f"{index}.json", folder / f"probe-{index}", folder / f"{index}.out.json"
     spec_path.write_text(json.dumps(job))
     trainer = [sys.executable, "-m", "trainer"]
+    one_thread = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the bench runs every rank
     print(f"probe {job['name']}: {names}", flush=True)
     probe = [*trainer, "probe", "--spec", str(spec_path), "--output-dir", str(probe_dir), "--executors", names]
-    one_thread = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the bench runs every rank
     subprocess.run(probe, cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
     print(f"bench {job['name']}: {names}", flush=True)
-    bench = [
-        *trainer,
-        "bench",
-        "--spec",
-        str(spec_path),
-        "--executors",
-        names,
-        "--rounds",
-        "4",
-        "--json",
-        str(bench_out),
-    ]
-    subprocess.run(bench, cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
+    bench = [*trainer, "bench", "--spec", str(spec_path), "--executors", names, "--rounds", "4", "--json"]
+    subprocess.run([*bench, str(bench_out)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
     report = ProbeReport.model_validate_json((probe_dir / "probe.json").read_text())
     answer = advise(load_spec(spec_path), report, None)
     measured = json.loads(bench_out.read_text())
-    rows = []
+    rows = {}
     for row in answer.executors:
         bench_row = measured["executors"].get(row.executor)
         if row.samples_per_s is None or bench_row is None:
             continue
-        rows.append(
-            {
-                "executor": row.executor,
-                "predicted_samples_per_s": row.samples_per_s,
-                "measured_samples_per_s": bench_row["samples_per_s"],
-                "predicted_speedup": row.speedup,
-                "measured_speedup": bench_row["speedup"],
-                "predicted_step_peak_bytes": (row.peak_memory_bytes or 0) - report.resident_bytes,
-                "measured_step_peak_bytes": bench_row["peak_bytes"],
-                "calibration": row.calibration,
-            }
-        )
+        rows[row.executor] = {
+            "predicted_samples_per_s": row.samples_per_s,
+            "measured_samples_per_s": bench_row["samples_per_s"],
+            "predicted_speedup": row.speedup,
+            "measured_speedup": bench_row["speedup"],
+            "predicted_step_peak_bytes": (row.peak_memory_bytes or 0) - report.resident_bytes,
+            "measured_step_peak_bytes": bench_row["peak_bytes"],
+            "calibration": row.calibration,
+        }
     config = f"{measured['finetune']} T={measured['T']} K={measured['K']} R={measured['world_size']}"
     return {"config": config, "resident_bytes": report.resident_bytes, "rows": rows}
+
+
+def combined(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration's rounds: per executor, the median of every figure and each round's ratios."""
+    rows = []
+    for executor in rounds[0]["rows"]:
+        seen = [r["rows"][executor] for r in rounds if executor in r["rows"]]
+        row = {key: statistics.median(s[key] for s in seen) for key in seen[0]}
+        row["executor"] = executor
+        row["speed_ratios"] = [s["predicted_samples_per_s"] / s["measured_samples_per_s"] for s in seen]
+        row["peak_ratios"] = [s["predicted_step_peak_bytes"] / max(1, s["measured_step_peak_bytes"]) for s in seen]
+        rows.append(row)
+    return {"config": rounds[0]["config"], "resident_bytes": rounds[0]["resident_bytes"], "rows": rows}
 
 
 def error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured if measured else float("inf")
 
 
+def ratios(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| config | executor | samples/s predicted | measured | error | speedup predicted | measured "
-        "| step peak MiB predicted | measured | error |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| config | executor | samples/s predicted | measured | error | ratio per round | speedup predicted "
+        "| measured | step peak MiB predicted | measured | error | ratio per round |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     speed_ok = memory_ok = total = 0
     for result in results:
@@ -105,9 +110,10 @@ def markdown(results: list[dict[str, Any]]) -> str:
             total += 1
             lines.append(
                 f"| {result['config']} | {r['executor']} | {r['predicted_samples_per_s']:.2f} "
-                f"| {r['measured_samples_per_s']:.2f} | {speed:+.0%} | {r['predicted_speedup']:.2f} "
-                f"| {r['measured_speedup']:.2f} | {r['predicted_step_peak_bytes'] / 2**20:.2f} "
-                f"| {r['measured_step_peak_bytes'] / 2**20:.2f} | {memory:+.0%} |"
+                f"| {r['measured_samples_per_s']:.2f} | {speed:+.0%} | {ratios(r['speed_ratios'])} "
+                f"| {r['predicted_speedup']:.2f} | {r['measured_speedup']:.2f} "
+                f"| {r['predicted_step_peak_bytes'] / 2**20:.2f} | {r['measured_step_peak_bytes'] / 2**20:.2f} "
+                f"| {memory:+.0%} | {ratios(r['peak_ratios'])} |"
             )
     lines.append("")
     lines.append(
@@ -120,8 +126,10 @@ def markdown(results: list[dict[str, Any]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bench/advisor.py")
     parser.add_argument("--regime", choices=sorted(REGIMES), default="overhead")
-    regime = parser.parse_args().regime
-    results = []
+    parser.add_argument("--rounds", type=int, default=3, help="alternating probe and bench runs per configuration")
+    arguments = parser.parse_args()
+    regime = arguments.regime
+    runs: list[list[dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         if regime == "compute":
@@ -129,13 +137,23 @@ def main() -> int:
             from trainer.models.sized_sd3 import build_sized_sd3
 
             sized = str(build_sized_sd3(folder / "sized", COMPUTE_BOUND))
-        for index, (job, names) in enumerate(single_process_runs(regime)):
-            if regime == "compute" and job["model"]["path"] == SIZED:
-                job = {**job, "model": {**job["model"], "path": sized}}
-            results.append(measure(folder, index, job, names))
+        configurations = single_process_runs(regime)
+        if regime == "compute":
+            configurations = [
+                ({**job, "model": {**job["model"], "path": sized}} if job["model"]["path"] == SIZED else job, names)
+                for job, names in configurations
+            ]
+        runs = [[] for _ in configurations]
+        for round_ in range(arguments.rounds):
+            print(f"round {round_ + 1} of {arguments.rounds}", flush=True)
+            for index, (job, names) in enumerate(configurations):
+                runs[index].append(measure(folder, index, job, names))
+    results = [combined(rounds) for rounds in runs]
     title = REGIMES[regime][0]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    text = f"# Advisor against the bench (make bench-advisor)\n\n## {title}\n\n{markdown(results)}\n"
+    text = f"# Advisor against the bench (make bench-advisor)\n\n## {title}\n\n"
+    text += f"Medians over {arguments.rounds} rounds, each a probe and then a bench run of every configuration.\n\n"
+    text += f"{markdown(results)}\n"
     text += f"\nLoad average at the end (1, 5, 15 min): {load} on {os.cpu_count()} cores.\n"
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "advisor" if regime == "overhead" else f"advisor-{regime}"

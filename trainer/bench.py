@@ -29,7 +29,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.profiler import ProfilerActivity, profile
 
 from trainer.audit import options_for
 from trainer.executors.base import Executor
@@ -38,6 +37,7 @@ from trainer.host_memory import keep_freed_memory
 from trainer.job import TrainingJob
 from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
+from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
@@ -116,18 +116,6 @@ def predicted_seconds(
         return UnitCosts(costs[count]["F"], costs[count]["F_g"], costs[count]["B"], costs[count]["D"])
 
     return step_cost(spec, options, measured, rows, fixed) + sync
-
-
-def peak_step_bytes(action: Any) -> int:
-    """Largest live-tensor total above the start, from the profiler's allocation records."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        action()
-    changes = sorted((e.time_range.start, e.self_cpu_memory_usage) for e in prof.events() if e.self_cpu_memory_usage)
-    live = peak = 0
-    for _, change in changes:
-        live += change
-        peak = max(peak, live)
-    return peak
 
 
 def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -> dict[str, Any]:

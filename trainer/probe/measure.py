@@ -2,8 +2,9 @@
 
 One job serves every executor (as in the bench): the audit's session first takes one step of each from the
 same weights on one frozen trajectory (exactness class, relative L2 and cosine against native's gradient);
-then each executor runs at K ∈ {K₁, K₂} × prompts ∈ {p₁, p₂} (trainer/spec/probe_sizes.py): one warm-up step,
-TIMED_STEPS timed steps (their median) and one step whose peak memory is read. The unit costs F, F_g and B
+then at each size K ∈ {K₁, K₂} × prompts ∈ {p₁, p₂} (trainer/spec/probe_sizes.py) the executors that accept it run
+as ``make bench`` runs them: one warm-up step each, TIMED_ROUNDS interleaved rounds (the median step is the
+point's time), and one step each whose peak memory is read, by the bench's own definition. The unit costs F, F_g and B
 are the bench's (trainer/bench.py) at every row count the advice prices. A failure (out of memory at a probe
 size, a size the executor refuses) ends that executor's probe with the reason; the others go on.
 """
@@ -19,19 +20,19 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch.profiler import ProfilerActivity, profile
 
 from trainer.audit import AuditSession, compare
 from trainer.bench import optimizer_seconds, unit_costs
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.layout import layout_error, step_batch
+from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
 from trainer.spec import EXECUTORS, JobSpec, NativeOptions, SpecError
 from trainer.spec.executor_choice import options_for
 from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
 from trainer.spec.probe_sizes import PROBE_PROMPTS, probe_trained, resized
 
-TIMED_STEPS = 2
+TIMED_ROUNDS = 4  # as make bench times its rounds
 UNPROBED = {"digenrl": "the probe does not run digenrl's two-pool pipeline; use make bench for it"}
 
 
@@ -57,25 +58,11 @@ def resident_bytes(device: torch.device) -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def profiled_peak_bytes(action: Callable[[], object]) -> int:
-    """The CPU step's peak live bytes above its start from the profiler's raw allocation records, in time order.
-    The bench's ``peak_step_bytes`` reads the same records through ``prof.events()``, whose function tree takes
-    seconds to build per step; the raw records also keep each op's temporaries (the tree nets them out)."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        action()
-    records = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
-    changes = sorted((e.start_ns(), e.nbytes()) for e in records if e.name() == "[memory]")
-    live = peak = 0
-    for _, change in changes:
-        live += change
-        peak = max(peak, live)
-    return peak
-
-
 def step_peak_bytes(device: torch.device, action: Callable[[], object]) -> int:
-    """Peak bytes above the step's start: CUDA's allocator peak, or the profiler's records on the CPU."""
+    """Peak bytes above the step's start: CUDA's allocator peak, or on the CPU ``make bench``'s own figure (the
+    profiler's per-op net allocations in time order), so that the advice predicts what the bench measures."""
     if device.type != "cuda":
-        return profiled_peak_bytes(action)
+        return peak_step_bytes(action)
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     start = torch.cuda.memory_allocated(device)
@@ -144,41 +131,68 @@ class Prober:
         self.dist.barrier()
         return {**metrics, "time/wall": time.perf_counter() - began}
 
-    def point(self, name: str, trained: int, prompts: int) -> tuple[ProbePoint, float]:
-        """One size: (the point, the reward phase's seconds per sample)."""
-        spec = resized(self.spec, trained, prompts, options_for(self.spec, name))
-        self.job.resize(spec)
-        executor = make_executor(options_for(spec, name), self.job)
-        self.one_step(name, executor)
-        timed = [self.one_step(name, executor) for _ in range(TIMED_STEPS)]
-        peak = step_peak_bytes(self.dist.device, lambda: self.one_step(name, executor))
-        if self.dist.world_size > 1:
-            value = torch.tensor([float(peak)], device=self.dist.device)
-            dist.all_reduce(value, op=dist.ReduceOp.MAX)
-            peak = int(value.item())
-        rows = self.rows(prompts)
-        point = ProbePoint(
-            trained=trained,
-            prompts=prompts,
-            rows=rows,
-            step_seconds=statistics.median(m["time/wall"] for m in timed),
-            sync_seconds=statistics.median(m.get("time/sync", 0.0) for m in timed),
-            peak_bytes=peak,
-        )
-        return point, statistics.median(m.get("time/reward", 0.0) for m in timed) / rows
-
-    def executor(self, probe: ExecutorProbe, reward_rates: list[float]) -> None:
-        """Fill ``probe``'s points; the first failure is its error, and its remaining sizes are skipped."""
-        for trained, prompts in ((k, p) for k in self.trained[probe.name] for p in self.prompts):
+    def size(self, trained: int, prompts: int, probes: list[ExecutorProbe], reward_rates: list[float]) -> None:
+        """Every executor probed at this size, as ``make bench`` runs them: one warm-up step each, then
+        TIMED_ROUNDS rounds A B C … (load drift falls on all alike; the median round is the point's time), then
+        one step each whose peak is read. A failure is that executor's error; the others go on."""
+        executors: dict[str, tuple[ExecutorProbe, object]] = {}
+        for probe in probes:
             try:
-                point, reward_rate = self.point(probe.name, trained, prompts)
+                spec = resized(self.spec, trained, prompts, options_for(self.spec, probe.name))
+                self.job.resize(spec)
+                executors[probe.name] = (probe, make_executor(options_for(spec, probe.name), self.job))
+            except (SpecError, ValueError) as exc:
+                self.fail(probe, trained, prompts, exc)
+        records: dict[str, list[dict[str, float]]] = {name: [] for name in executors}
+        for round_ in range(1 + TIMED_ROUNDS):
+            for name, (probe, executor) in list(executors.items()):
+                try:
+                    metrics = self.one_step(name, executor)
+                except (RuntimeError, SpecError, ValueError) as exc:
+                    self.fail(probe, trained, prompts, exc)
+                    del executors[name]
+                    continue
+                if round_ > 0:
+                    records[name].append(metrics)
+        rows = self.rows(prompts)
+        for name, (probe, executor) in executors.items():
+            try:
+                peak = step_peak_bytes(self.dist.device, lambda n=name, e=executor: self.one_step(n, e))
             except (RuntimeError, SpecError, ValueError) as exc:
-                probe.error = f"probe failed at K={trained}, {prompts} prompt(s): {failure(exc)}"
-                self.recover()
-                return
-            probe.points.append(point)
-            if probe.name == "native":
-                reward_rates.append(reward_rate)
+                self.fail(probe, trained, prompts, exc)
+                continue
+            if self.dist.world_size > 1:
+                value = torch.tensor([float(peak)], device=self.dist.device)
+                dist.all_reduce(value, op=dist.ReduceOp.MAX)
+                peak = int(value.item())
+            timed = records[name]
+            probe.points.append(
+                ProbePoint(
+                    trained=trained,
+                    prompts=prompts,
+                    rows=rows,
+                    step_seconds=statistics.median(m["time/wall"] for m in timed),
+                    sync_seconds=statistics.median(m.get("time/sync", 0.0) for m in timed),
+                    peak_bytes=peak,
+                )
+            )
+            if name == "native":
+                reward_rates.append(statistics.median(m.get("time/reward", 0.0) for m in timed) / rows)
+
+    def fail(self, probe: ExecutorProbe, trained: int, prompts: int, exc: BaseException) -> None:
+        """The executor's first failure is its error; its remaining sizes are skipped."""
+        probe.error = f"probe failed at K={trained}, {prompts} prompt(s): {failure(exc)}"
+        self.recover()
+
+    def run(self, probes: list[ExecutorProbe]) -> list[float]:
+        """Every size of the grid, each executor at the K values it accepts; native's reward seconds per sample."""
+        reward_rates: list[float] = []
+        sizes = sorted({(k, p) for probe in probes for k in self.trained[probe.name] for p in self.prompts})
+        for trained, prompts in sizes:
+            here = [p for p in probes if p.error is None and trained in self.trained[p.name]]
+            if here:
+                self.size(trained, prompts, here, reward_rates)
+        return reward_rates
 
     def recover(self) -> None:
         self.job.optimizer.zero_grad(set_to_none=True)
@@ -230,9 +244,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
     probes = prober.gradients(runnable)
     job, device = prober.job, prober.dist.device
     resident = resident_bytes(device)
-    reward_rates: list[float] = []
-    for name in runnable:
-        prober.executor(probes[name], reward_rates)
+    reward_rates = prober.run([probes[name] for name in runnable])
     full_rows = spec.algorithm.prompts_per_step * spec.algorithm.group_size // prober.dist.world_size
     shapes = sorted({1, full_rows, *(prober.rows(p) for p in prober.prompts)})
     job.resize(spec)
@@ -251,7 +263,8 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
         memory_method=(
             "CUDA allocator peak above the step's start"
             if device.type == "cuda"
-            else "torch profiler allocation records, peak live bytes above the step's start; resident set at start"
+            else "torch profiler allocation records (per-op net, as make bench), peak live bytes above the step's "
+            "start; resident set at start"
         ),
         executors=[probes.get(name) or ExecutorProbe(name=name, error=refused[name]) for name in asked],
     )

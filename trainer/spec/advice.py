@@ -5,7 +5,8 @@ Torch-free, so the server computes the answer it shows (and the bench checks the
 
 - time: the cost model (trainer/spec/cost_model.py) at the probe's measured unit costs, plus the reward phase
   (per sample × rows) and one optimizer step, plus the measured sync; scaled by the executor's calibration c,
-  the median over its probe points of measured step time / that same formula at the point's size;
+  measured step time / that same formula at each probe point, interpolated bilinearly to the full K and rows
+  and held at the nearest probed size beyond them (so a probe point's prediction is its measurement);
 - samples/s: the step's global samples / predicted step seconds (the throughput metric's own definition);
 - peak memory: resident bytes + the step peak, interpolated bilinearly through the four probe points
   (K ∈ {K₁, K₂} × rows ∈ {n₁, n₂}) and extrapolated to the full K and rows;
@@ -90,13 +91,16 @@ def modelled_seconds(spec: JobSpec, name: str, report: ProbeReport, rows: int, s
     return step_cost(spec, options_for(spec, name), interpolated_costs(report.unit_costs), rows, fixed) + sync
 
 
-def calibration(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport) -> float:
-    """Median over the probe points of measured step seconds / the cost model's at the point's size."""
-    ratios = []
+def calibration(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport, trained: int, rows: int) -> float:
+    """Measured step seconds / the cost model's at the same size, per probe point, interpolated bilinearly to
+    (``trained``, ``rows``) and held at the nearest probe size beyond them: at a probe point the prediction is that
+    point's measurement; beyond the grid the cost model alone scales it (a ratio of noisy times is not extrapolated)."""
+    ratios = {}
     for point in probe.points:
         at = resized(spec, point.trained, point.prompts, options_for(spec, probe.name))
-        ratios.append(point.step_seconds / modelled_seconds(at, probe.name, report, point.rows, point.sync_seconds))
-    return statistics.median(ratios)
+        modelled = modelled_seconds(at, probe.name, report, point.rows, point.sync_seconds)
+        ratios[(point.trained, point.rows)] = point.step_seconds / modelled
+    return bilinear(ratios, trained, rows, extrapolate=False)
 
 
 def axis_weights(values: Sequence[int], at: float) -> dict[int, float]:
@@ -107,14 +111,21 @@ def axis_weights(values: Sequence[int], at: float) -> dict[int, float]:
     return {low: (high - at) / (high - low), high: (at - low) / (high - low)}
 
 
-def step_peak(points: Sequence[ProbePoint], trained: float, rows: float) -> float:
-    """The bilinear function of K and rows through the probe points, at (``trained``, ``rows``)."""
-    grid = {(p.trained, p.rows): p.peak_bytes for p in points}
+def bilinear(grid: dict[tuple[int, int], float], trained: float, rows: float, extrapolate: bool = True) -> float:
+    """The bilinear function of K and rows through the probe points' values, at (``trained``, ``rows``); without
+    ``extrapolate``, a size beyond the probed ones takes the nearest probed K and rows."""
     ks, ns = sorted({k for k, _ in grid}), sorted({n for _, n in grid})
     if len(ks) > 2 or len(ns) > 2 or len(grid) != len(ks) * len(ns):
-        raise ValueError(f"memory fit needs a full grid of probe points, got {sorted(grid)}")
+        raise ValueError(f"the fit needs a full grid of probe points, got {sorted(grid)}")
+    if not extrapolate:
+        trained, rows = min(max(trained, ks[0]), ks[-1]), min(max(rows, ns[0]), ns[-1])
     wk, wn = axis_weights(ks, trained), axis_weights(ns, rows)
     return sum(grid[(k, n)] * wk[k] * wn[n] for k in ks for n in ns)
+
+
+def step_peak(points: Sequence[ProbePoint], trained: float, rows: float) -> float:
+    """The bilinear function of K and rows through the probe points' step peaks, at (``trained``, ``rows``)."""
+    return bilinear({(p.trained, p.rows): p.peak_bytes for p in points}, trained, rows)
 
 
 def predicted_memory(points: Sequence[ProbePoint], resident: int, trained: int, rows: int) -> int:
@@ -157,7 +168,7 @@ def executor_row(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport) -> Ex
     rows = algo.prompts_per_step * algo.group_size // report.world_size
     full = trained_steps(spec)
     try:
-        factor = calibration(spec, probe, report)
+        factor = calibration(spec, probe, report, full, rows)
         sync = statistics.mean(p.sync_seconds for p in probe.points)
         seconds = factor * modelled_seconds(spec, probe.name, report, rows, sync)
         by_k = [predicted_memory(probe.points, report.resident_bytes, k, rows) for k in range(1, algo.sampling_steps)]
