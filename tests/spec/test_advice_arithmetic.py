@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spec.advice_fixture import GIB, REPORT, SPEC
-from trainer.spec.advice import advise, interpolated_costs
+from tests.spec.advice_fixture import GIB, REPORT, SPEC, native_model, points
+from trainer.spec.advice import advise, calibration, interpolated_costs
 from trainer.spec.cost_model import UnitCosts
+from trainer.spec.probe_report import ExecutorProbe
+from trainer.spec.probe_sizes import resized
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -74,3 +76,29 @@ def test_unit_costs_between_and_beyond_the_measured_rows_are_linear_in_the_neare
     costs = interpolated_costs(REPORT.unit_costs)
     assert costs(6) == UnitCosts(2.5, 2.5, 5.0)  # halfway between 4 and 8 rows
     assert costs(12) == UnitCosts(4.0, 4.0, 8.0)  # on past 8 along 4 → 8
+
+
+RATIOS = {(2, 4): 1.0, (2, 8): 2.0, (4, 4): 3.0, (4, 8): 4.0}  # measured / model at each probe point
+UNEVEN = REPORT.model_copy(
+    update={
+        "executors": [
+            ExecutorProbe(
+                name="native",
+                exactness="E0",
+                points=points(lambda k, n: RATIOS[(k, n)] * native_model(k, n), lambda k, n: n / 4 * GIB),
+            )
+        ]
+    }
+)
+
+
+def test_a_probe_points_prediction_is_its_measurement() -> None:
+    at_point = resized(SPEC, 4, 1)  # K = 4, one prompt of 4 rows
+    native = advise(at_point, UNEVEN, None).executors[0]
+    assert native.step_seconds == pytest.approx(3.0 * native_model(4, 4))
+
+
+def test_calibration_is_bilinear_between_probe_points_and_held_beyond_them() -> None:
+    probe = UNEVEN.executors[0]
+    assert calibration(SPEC, probe, UNEVEN, 3, 6) == pytest.approx(2.5)  # the four corners' mean
+    assert calibration(SPEC, probe, UNEVEN, 5, 16) == pytest.approx(4.0)  # beyond K₂ and n₂: (4, 8)'s ratio
