@@ -129,7 +129,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating probe and bench runs per configuration")
     arguments = parser.parse_args()
     regime = arguments.regime
-    runs: list[list[dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         if regime == "compute":
@@ -143,24 +142,28 @@ def main() -> int:
                 ({**job, "model": {**job["model"], "path": sized}} if job["model"]["path"] == SIZED else job, names)
                 for job, names in configurations
             ]
-        runs = [[] for _ in configurations]
+        runs: list[list[dict[str, Any]]] = [[] for _ in configurations]
         for round_ in range(arguments.rounds):
             print(f"round {round_ + 1} of {arguments.rounds}", flush=True)
             for index, (job, names) in enumerate(configurations):
                 runs[index].append(measure(folder, index, job, names))
-    results = [combined(rounds) for rounds in runs]
-    title = REGIMES[regime][0]
+            text = write(regime, runs, round_ + 1)  # each round's medians so far, should a later one not finish
+    print(text)
+    return 0
+
+
+def write(regime: str, runs: list[list[dict[str, Any]]], rounds: int) -> str:
+    results = [combined(configuration) for configuration in runs]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    text = f"# Advisor against the bench (make bench-advisor)\n\n## {title}\n\n"
-    text += f"Medians over {arguments.rounds} rounds, each a probe and then a bench run of every configuration.\n\n"
+    text = f"# Advisor against the bench (make bench-advisor)\n\n## {REGIMES[regime][0]}\n\n"
+    text += f"Medians over {rounds} round(s), each a probe and then a bench run of every configuration.\n\n"
     text += f"{markdown(results)}\n"
     text += f"\nLoad average at the end (1, 5, 15 min): {load} on {os.cpu_count()} cores.\n"
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "advisor" if regime == "overhead" else f"advisor-{regime}"
     (RESULTS / f"{name}.md").write_text(text)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
-    print(text)
-    return 0
+    return text
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import torch.distributed as dist
 from trainer.audit import AuditSession, compare
 from trainer.bench import optimizer_seconds, unit_costs
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
+from trainer.host_memory import keep_freed_memory
 from trainer.layout import layout_error, step_batch
 from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
@@ -240,6 +241,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
     runnable = [n for n in asked if n not in refused]
     if "native" in refused:
         raise SpecError("executor.name", f"the probe needs native as its reference: {refused['native']}")
+    keep_freed_memory()  # as make bench: freed host blocks reused, as a GPU's caching allocator does
     prober = Prober(spec, runnable)
     probes = prober.gradients(runnable)
     job, device = prober.job, prober.dist.device
@@ -254,7 +256,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
         device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         world_size=prober.dist.world_size,
         unit_costs=[
-            MeasuredUnitCosts(rows=rows, forward=c["F"], forward_grad=c["F_g"], backward=c["B"])
+            MeasuredUnitCosts(rows=rows, forward=c["F"], forward_grad=c["F_g"], backward=c["B"], decode=c["D"])
             for rows, c in costs.items()
         ],
         reward_seconds_per_sample=statistics.median(reward_rates) if reward_rates else 0.0,

@@ -71,7 +71,8 @@ def interpolated_costs(measured: Sequence[MeasuredUnitCosts]) -> Costs:
         if exact is not None or len(by_rows) == 1:
             chosen = exact or by_rows[0]
             scale = 1.0 if exact else rows / chosen.rows
-            return UnitCosts(chosen.forward * scale, chosen.forward_grad * scale, chosen.backward * scale)
+            fields = (chosen.forward, chosen.forward_grad, chosen.backward, chosen.decode)
+            return UnitCosts(*(value * scale for value in fields))
         below = [c for c in by_rows if c.rows < rows][-1:] or by_rows[:1]
         above = [c for c in by_rows if c.rows > rows][:1] or by_rows[-1:]
         if below[0] is not above[0]:
@@ -79,7 +80,7 @@ def interpolated_costs(measured: Sequence[MeasuredUnitCosts]) -> Costs:
         else:  # outside the measured range: the two nearest at that end
             a, b = (by_rows[0], by_rows[1]) if rows < by_rows[0].rows else (by_rows[-2], by_rows[-1])
         w = (rows - a.rows) / (b.rows - a.rows)
-        fields = ("forward", "forward_grad", "backward")
+        fields = ("forward", "forward_grad", "backward", "decode")
         return UnitCosts(*(getattr(a, f) + w * (getattr(b, f) - getattr(a, f)) for f in fields))
 
     return costs

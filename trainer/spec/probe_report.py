@@ -17,12 +17,14 @@ Exactness = Literal["E0", "E1", "A"]
 
 
 class MeasuredUnitCosts(BaseModel):
-    """One step's forward without grad (F), with grad (F_g) and its loss's backward (B) at one row count."""
+    """One step's forward without grad (F), with grad (F_g), its loss's backward (B), and the decode (D) at one
+    row count."""
 
     rows: int = Field(ge=1)
     forward: float = Field(ge=0)
     forward_grad: float = Field(ge=0)
     backward: float = Field(ge=0)
+    decode: float = Field(0.0, ge=0, description="the VAE decode of the rollout's final latents (D)")
 
 
 class ProbePoint(BaseModel):
