@@ -100,7 +100,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
         "| measured | step peak MiB predicted | measured | error | ratio per round |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    speed_ok = memory_ok = total = 0
+    speed_ok = memory_ok = speedup_ok = speedups = total = 0
     for result in results:
         for r in result["rows"]:
             speed = error(r["predicted_samples_per_s"], r["measured_samples_per_s"])
@@ -108,6 +108,9 @@ def markdown(results: list[dict[str, Any]]) -> str:
             speed_ok += abs(speed) <= SPEED_TARGET
             memory_ok += abs(memory) <= MEMORY_TARGET
             total += 1
+            if r["executor"] != "native":  # native's speedup is 1 by definition
+                speedups += 1
+                speedup_ok += abs(error(r["predicted_speedup"], r["measured_speedup"])) <= SPEED_TARGET
             lines.append(
                 f"| {result['config']} | {r['executor']} | {r['predicted_samples_per_s']:.2f} "
                 f"| {r['measured_samples_per_s']:.2f} | {speed:+.0%} | {ratios(r['speed_ratios'])} "
@@ -118,7 +121,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
     lines.append("")
     lines.append(
         f"Within target: samples/s {speed_ok}/{total} rows (|error| <= {SPEED_TARGET:.0%}), "
-        f"step peak {memory_ok}/{total} rows (|error| <= {MEMORY_TARGET:.0%})."
+        f"step peak {memory_ok}/{total} rows (|error| <= {MEMORY_TARGET:.0%}); speedup over native "
+        f"{speedup_ok}/{speedups} rows (|error| <= {SPEED_TARGET:.0%})."
     )
     return "\n".join(lines)
 
