@@ -66,15 +66,21 @@ def test_the_job_page_links_to_a_new_experiment_from_the_job(client: TestClient,
     assert f'href="/experiments/new?from={world.running.id}"' in client.get(f"/jobs/{world.running.id}").text
 
 
+def _htmx_csrf(client: TestClient) -> dict[str, str]:
+    """The header htmx sends with every request from a page (the body's hx-headers)."""
+    return {"X-CSRF-Token": csrf_of(client.get("/experiments/new").text)}
+
+
 def test_the_cell_count_follows_the_axes_typed_so_far(client: TestClient) -> None:
     axes = {"axis_path": ["executor.name", "algorithm.group_size"], "axis_values": ["native, jagg, lean_retain", "4,8"]}
-    preview = client.post("/experiments/new/preview", data=axes).text
+    preview = client.post("/experiments/new/preview", data=axes, headers=_htmx_csrf(client)).text
     assert re.search(r'id="cell-count">6<', preview) and "3 \u00d7 2" in preview
     assert 'data-executor-axis="true"' in preview
 
 
 def test_the_cell_count_names_an_axis_path_the_spec_lacks(client: TestClient) -> None:
-    preview = client.post("/experiments/new/preview", data={"axis_path": ["algorithm.nope"], "axis_values": ["1"]}).text
+    axes = {"axis_path": ["algorithm.nope"], "axis_values": ["1"]}
+    preview = client.post("/experiments/new/preview", data=axes, headers=_htmx_csrf(client)).text
     assert "algorithm.nope" in preview and "no field" in preview
     assert 'data-executor-axis="false"' in preview
 
