@@ -35,17 +35,14 @@ from trainer.spec.probe_report import ProbeReport  # noqa: E402
 SPEED_TARGET, MEMORY_TARGET = 0.15, 0.20
 
 
-def single_process_runs(regime: str) -> list[tuple[dict[str, Any], str]]:
-    """The regime's one-process configurations (the probe runs every executor in one process group)."""
-    return [(job, names) for job, names in REGIMES[regime][1] if job["resources"]["devices"] == 1]
-
-
 def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[str, Any]:
     """One round of one configuration: the probe's advice, then the bench, back to back."""
     spec_path, probe_dir, bench_out = folder / f"{index}.json", folder / f"probe-{index}", folder / f"{index}.out.json"
     spec_path.write_text(json.dumps(job))
-    trainer = [sys.executable, "-m", "trainer"]
-    one_thread = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the bench runs every rank
+    devices = job["resources"]["devices"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
+    trainer = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer"]
+    one_thread = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the bench runs every rank; torchrun prints no banner
     print(f"probe {job['name']}: {names}", flush=True)
     probe = [*trainer, "probe", "--spec", str(spec_path), "--output-dir", str(probe_dir), "--executors", names]
     subprocess.run(probe, cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
@@ -140,7 +137,7 @@ def main() -> int:
             from trainer.models.sized_sd3 import build_sized_sd3
 
             sized = str(build_sized_sd3(folder / "sized", COMPUTE_BOUND))
-        configurations = single_process_runs(regime)
+        configurations = REGIMES[regime][1]
         if regime == "compute":
             configurations = [
                 ({**job, "model": {**job["model"], "path": sized}} if job["model"]["path"] == SIZED else job, names)

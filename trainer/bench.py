@@ -88,6 +88,18 @@ def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float
     return {rows: {k: statistics.median(v) for k, v in kinds.items()} for rows, kinds in samples.items()}
 
 
+def cost_shapes(spec: JobSpec, options: list[ExecutorOptions], rows: list[int]) -> list[int]:
+    """The row counts the cost model prices for these executors: ``rows``, one row (the batching ratio), a
+    group (digenrl's generators) and digenrl's timestep batch."""
+    algo = spec.algorithm
+    trained = algo.train_timesteps or algo.sampling_steps - 1
+    shapes = {1, algo.group_size, *rows}
+    for chosen in options:
+        if isinstance(chosen, DigenrlOptions):
+            shapes.add(min(chosen.timestep_batch or trained, trained))
+    return sorted(shapes)
+
+
 def optimizer_seconds(job: TrainingJob) -> float:
     """One clip + AdamW step on zero gradients, restored afterwards."""
     saved = [p.detach().clone() for p in job.parameters]
@@ -165,11 +177,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
 
     rows = algo.prompts_per_step * algo.group_size // distributed.world_size
     trained = algo.train_timesteps or algo.sampling_steps - 1
-    shapes = {rows, 1, algo.group_size}
-    for chosen in options.values():
-        if isinstance(chosen, DigenrlOptions):
-            shapes.add(min(chosen.timestep_batch or trained, trained))
-    costs = unit_costs(job, sorted(shapes))
+    costs = unit_costs(job, cost_shapes(spec, list(options.values()), [rows]))
     fixed_reward = statistics.median(m["time/reward"] for m in records["native"])
     fixed = fixed_reward + optimizer_seconds(job)
 

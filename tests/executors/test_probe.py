@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.executors.conftest import audit_spec
+from tests.executors.conftest import audit_spec, torchrun
 from trainer.probe.measure import probe
 from trainer.run import load_spec
 from trainer.spec.advice import advise
@@ -65,3 +65,26 @@ def test_a_budget_below_retains_prediction_recommends_another_executor(probed: t
     assert not rows["lean_retain"].fits_budget and "budget" in rows["lean_retain"].reason
     assert answer.recommended == "native" and rows["native"].fits_budget
     assert rows["jagg"].samples_per_s is None and rows["jagg"].reason.startswith("jagg: no prediction")
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_probe_digenrl_through_its_two_pools(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """digenrl's pools (one generator, one trainer) are probed like the others; peaks are the maximum over ranks."""
+    spec = audit_spec(
+        algorithm={"sampling_steps": 4, "train_timesteps": 3, "prompts_per_step": 2, "group_size": 2},
+        resources={"devices": 2},
+        executor={"name": "digenrl"},
+    )
+    out = tmp_path / "probe"
+    result = torchrun(tmp_path, sfumato_home, spec, "probe", "--output-dir", str(out), "--executors", "digenrl")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = ProbeReport.model_validate_json((out / "probe.json").read_text())
+    assert report.world_size == 2
+    digenrl = next(e for e in report.executors if e.name == "digenrl")
+    assert digenrl.error is None and digenrl.exactness == "E1" and (digenrl.gradient_rel_l2 or 0.0) <= 1e-5
+    assert {(p.trained, p.prompts) for p in digenrl.points} == {(2, 1), (2, 2), (3, 1), (3, 2)}
+    answer = advise(load_spec(tmp_path / "spec.json"), report, None)
+    row = next(r for r in answer.executors if r.executor == "digenrl")
+    assert row.samples_per_s and row.speedup and row.peak_memory_bytes and row.peak_memory_bytes > report.resident_bytes

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from trainer.audit import AuditSession, compare
-from trainer.bench import optimizer_seconds, unit_costs
+from trainer.bench import cost_shapes, optimizer_seconds, unit_costs
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.host_memory import keep_freed_memory
 from trainer.layout import layout_error, step_batch
@@ -34,7 +34,6 @@ from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoi
 from trainer.spec.probe_sizes import PROBE_PROMPTS, probe_trained, resized
 
 TIMED_ROUNDS = 4  # as make bench times its rounds
-UNPROBED = {"digenrl": "the probe does not run digenrl's two-pool pipeline; use make bench for it"}
 
 
 def probe_prompts(spec: JobSpec, world: int, layout: str) -> list[int]:
@@ -231,9 +230,6 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
     asked = ["native", *[n for n in (names or list(EXECUTORS)) if n != "native"]]
     refused: dict[str, str] = {}
     for name in asked:
-        if name in UNPROBED:
-            refused[name] = UNPROBED[name]
-            continue
         try:
             options_for(spec, name)
         except SpecError as exc:
@@ -248,9 +244,9 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
     resident = resident_bytes(device)
     reward_rates = prober.run([probes[name] for name in runnable])
     full_rows = spec.algorithm.prompts_per_step * spec.algorithm.group_size // prober.dist.world_size
-    shapes = sorted({1, full_rows, *(prober.rows(p) for p in prober.prompts)})
     job.resize(spec)
-    costs = unit_costs(job, shapes)
+    chosen = [options_for(spec, name) for name in runnable]
+    costs = unit_costs(job, cost_shapes(spec, chosen, [full_rows, *(prober.rows(p) for p in prober.prompts)]))
     report = ProbeReport(
         device_type=device.type,
         device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
