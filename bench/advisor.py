@@ -28,6 +28,7 @@ RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO))
 
 from bench.executors import REGIMES  # noqa: E402
+from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.run import load_spec  # noqa: E402
 from trainer.spec.advice import advise  # noqa: E402
 from trainer.spec.probe_report import ProbeReport  # noqa: E402
@@ -40,18 +41,20 @@ def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[s
     spec_path, probe_dir, bench_out = folder / f"{index}.json", folder / f"probe-{index}", folder / f"{index}.out.json"
     spec_path.write_text(json.dumps(job))
     devices = job["resources"]["devices"]
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
-    trainer = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer"]
     one_thread = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the bench runs every rank; torchrun prints no banner
     print(f"probe {job['name']}: {names}", flush=True)
-    probe = [*trainer, "probe", "--spec", str(spec_path), "--output-dir", str(probe_dir), "--executors", names]
-    subprocess.run(probe, cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
+    probe = trainer_command(devices, "probe", "--spec", str(spec_path), "--output-dir", str(probe_dir))
+    subprocess.run([*probe, "--executors", names], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
     print(f"bench {job['name']}: {names}", flush=True)
-    bench = [*trainer, "bench", "--spec", str(spec_path), "--executors", names, "--rounds", "4", "--json"]
-    subprocess.run([*bench, str(bench_out)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
+    bench = trainer_command(devices, "bench", "--spec", str(spec_path), "--executors", names, "--rounds", "4")
+    subprocess.run([*bench, "--json", str(bench_out)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
     report = ProbeReport.model_validate_json((probe_dir / "probe.json").read_text())
+    return compared(spec_path, report, json.loads(bench_out.read_text()))
+
+
+def compared(spec_path: Path, report: ProbeReport, measured: dict[str, Any]) -> dict[str, Any]:
+    """The advice from ``report`` beside the bench report ``measured`` of the same spec, per executor."""
     answer = advise(load_spec(spec_path), report, None)
-    measured = json.loads(bench_out.read_text())
     rows = {}
     for row in answer.executors:
         bench_row = measured["executors"].get(row.executor)

@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO))
 
+from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.bench import markdown  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
 from trainer.spec import EXECUTORS  # noqa: E402
@@ -85,9 +86,7 @@ REGIMES: dict[str, tuple[str, list[tuple[dict[str, Any], str]]]] = {
 def bench(folder: Path, index: int, job: dict[str, Any], executors: str) -> dict[str, Any]:
     path, out = folder / f"{index}.json", folder / f"{index}.out.json"
     path.write_text(json.dumps(job))
-    devices = job["resources"]["devices"]
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={devices}"]
-    command = [*(launcher if devices > 1 else [sys.executable]), "-m", "trainer", "bench", "--spec", str(path)]
+    command = trainer_command(job["resources"]["devices"], "bench", "--spec", str(path))
     print(f"bench {job['name']}: {executors}", flush=True)
     options = ["--executors", executors, "--rounds", "4", "--json", str(out)]
     single = {**os.environ, "OMP_NUM_THREADS": "1"}  # each rank's one thread; torchrun then prints no banner on it

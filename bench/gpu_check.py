@@ -6,7 +6,8 @@ The model is SD3-Medium's width (hidden 1536, heads of 64) at half its depth (12
 ``from_pretrained`` (``trainer/models/sized_sd3.py``). On CUDA, in bf16, full fine-tuning:
 
 1. one rank: native, lean_retain, lean_reweight and jagg interleaved (``python -m trainer bench``),
-   then their gradient audit (``python -m trainer audit``, fp32 and deterministic kernels, as the
+   the advisor's probe of the same spec (``python -m trainer probe``) with its predictions beside the bench's
+   measurements, then their gradient audit (``python -m trainer audit``, fp32 and deterministic kernels, as the
    audit's bounds are fp32 bounds);
 2. with 2+ GPUs, two ranks under FSDP (``model.sharding: fsdp``): every executor the spec accepts
    there, and digenrl (one generator, one trainer).
@@ -30,9 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO))
 
+from bench.advisor import combined, compared  # noqa: E402
+from bench.advisor import markdown as advisor_markdown  # noqa: E402
+from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.bench import markdown  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
 from trainer.spec import EXECUTORS, parse_spec  # noqa: E402
+from trainer.spec.probe_report import ProbeReport  # noqa: E402
 
 SATURATING = SD3Size(hidden=1536, blocks=12, latent_size=64)
 SMALL = SD3Size(hidden=64, blocks=1, latent_size=8)
@@ -58,11 +63,6 @@ def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: A
         "samples": {"count": 0},
         "checkpoint": {"every": 0},
     }
-
-
-def trainer_command(ranks: int, *args: str) -> list[str]:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
-    return [*(launcher if ranks > 1 else [sys.executable]), "-m", "trainer", *args]
 
 
 def launch(command: list[str], label: str) -> subprocess.CompletedProcess[str] | str:
@@ -94,6 +94,20 @@ def audit(folder: Path, spec: dict[str, Any], executors: list[str]) -> dict[str,
     return result if isinstance(result, str) else json.loads(result.stdout[result.stdout.index("{") :])
 
 
+def advice(folder: Path, spec: dict[str, Any], executors: list[str], measured: dict[str, Any] | str) -> str:
+    """The advisor's probe of the same spec, its prediction beside the bench's measurement (bench/advisor.py's
+    table), or why it could not run."""
+    if isinstance(measured, str):
+        return f"no bench to compare with: {measured}"
+    path, out = folder / f"{spec['name']}.json", folder / f"{spec['name']}-probe"
+    command = trainer_command(spec["resources"]["devices"], "probe", "--spec", str(path), "--output-dir", str(out))
+    result = launch([*command, "--executors", ",".join(executors)], f"probe {spec['name']}")
+    if isinstance(result, str):
+        return result
+    report = ProbeReport.model_validate_json((out / "probe.json").read_text())
+    return advisor_markdown([combined([compared(path, report, measured)])])
+
+
 def accepted(spec: dict[str, Any], name: str) -> bool:
     """Whether the spec validates with this executor (FSDP takes only some)."""
     try:
@@ -117,6 +131,7 @@ def run(small: bool) -> tuple[str, bool]:
         model = build_sized_sd3(folder / "model", size)
         single = job(model, device, small)
         reports = [bench(folder, single, ONE_RANK, rounds)]
+        advised = advice(folder, single, ONE_RANK, reports[0])
         audits = {"1 rank": audit(folder, single, ONE_RANK)}
         if gpus >= 2:
             fsdp = job(model, device, small, ranks=2, sharding="fsdp")
@@ -124,11 +139,11 @@ def run(small: bool) -> tuple[str, bool]:
             reports.append(bench(folder, fsdp, sharded, rounds))
             audits["2 ranks, FSDP"] = audit(folder, fsdp, sharded)
             reports.append(bench(folder, job(model, device, small, ranks=2), ["native", "digenrl"], rounds))
-    ran = all(isinstance(r, dict) for r in [*reports, *audits.values()])
-    return text(reports, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
+    ran = all(isinstance(r, dict) for r in [*reports, *audits.values()]) and advised.startswith("|")
+    return text(reports, advised, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
 
 
-def text(reports: list[dict[str, Any] | str], audits: dict[str, Any], size: SD3Size, device: str) -> str:
+def text(reports: list[dict[str, Any] | str], advised: str, audits: dict[str, Any], size: SD3Size, device: str) -> str:
     done = [r for r in reports if isinstance(r, dict)]
     failed = "".join(f"- {r}\n" for r in reports if isinstance(r, str))
     batching = "".join(
@@ -144,6 +159,8 @@ def text(reports: list[dict[str, Any] | str], audits: dict[str, Any], size: SD3S
         + "\n"
         + markdown(done)
         + ("\n\nFailed:\n\n" + failed if failed else "")
+        + "\n\n## The advisor's prediction against the one-rank bench (make bench-advisor's table)\n\n"
+        + advised
         + "\n\n## Gradient audit (fp32, deterministic kernels)\n\n"
         + audit_text
         + "\n"

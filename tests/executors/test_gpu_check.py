@@ -40,3 +40,11 @@ def test_the_small_gpu_check_benches_and_audits_every_one_rank_executor(small_gp
 def test_the_benchmark_prints_no_profiler_lines(small_gpu_check: tuple[str, str]) -> None:
     _, printed = small_gpu_check
     assert "USDT:" not in printed and "STAGE:" not in printed and "CPUAllocator" not in printed
+
+
+def test_the_gpu_check_puts_the_advisor_s_prediction_beside_the_bench(small_gpu_check: tuple[str, str]) -> None:
+    report, _ = small_gpu_check
+    advised = report[report.index("## The advisor's prediction") : report.index("## Gradient audit")]
+    for name in EXECUTORS:
+        assert re.search(rf"^\| full T=5 K=4 R=1 \| {name} \| \d+\.\d+ \| \d+\.\d+ \|", advised, re.MULTILINE), name
+    assert "Within target:" in advised
