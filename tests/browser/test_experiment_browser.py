@@ -1,5 +1,6 @@
 """The experiment pages in Chromium: creating an experiment by clicking through the New experiment form (the
-cell count follows the axes as they are typed), and the experiment page's curves drawn per cell group."""
+cell count follows the axes as they are typed), and the experiment page's curves drawn per cell group, which
+keep the user's zoom and hidden series while a running cell's points arrive."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import re
 
 import pytest
 from browser_support import Live, PageProbe
-from experiment_fixtures import shared_experiment
+from experiment_fixtures import seed_experiment, shared_experiment
+from page_fixtures import add_metrics
 from playwright.sync_api import expect
+from sqlalchemy import select
+
+from server.models import Job
 
 pytestmark = pytest.mark.browser
 
@@ -51,4 +56,40 @@ def test_the_experiment_page_draws_each_cell_group_with_its_band(live: Live, pro
     labels = page.locator("#experiment-chart-1 .u-legend th").all_text_contents()
     assert any("native (mean of 2)" in label for label in labels)
     assert any("lean_retain (mean of 2)" in label for label in labels)
+    assert probe.errors == []
+
+
+def test_a_live_experiment_s_charts_gain_points_keeping_the_zoom_and_hidden_series(
+    live: Live, probe: PageProbe
+) -> None:
+    experiment_id = seed_experiment(live.app, live.world.token, finished=False, name="live zoom")
+    with live.app.state.sessionmaker() as session:
+        job = session.scalars(select(Job).where(Job.experiment_id == experiment_id).order_by(Job.id)).first()
+        assert job is not None
+        job.status, job.total_steps = "running", 40
+        add_metrics(session, job, range(0, 20))
+        session.commit()
+        job_id = job.id
+    page = probe.page
+    page.goto(f"{live.url}/experiments/{experiment_id}")
+    chart = "#experiment-chart-1"
+    page.wait_for_function(f"() => document.querySelector('{chart}').dataset.lastStep === '19'")
+    page.locator(chart).scroll_into_view_if_needed()
+    box = page.locator(f"{chart} .u-over").bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=5)
+    page.mouse.up()
+    assert page.get_attribute(chart, "data-zoomed") == "true"
+    page.locator(f"{chart} .u-legend .u-series").nth(1).click()
+    assert page.locator(f"{chart} .u-legend .u-series.u-off").count() == 1
+
+    with live.app.state.sessionmaker() as session:
+        add_metrics(session, session.get(Job, job_id), range(20, 30))
+        session.commit()
+    page.wait_for_function(f"() => document.querySelector('{chart}').dataset.lastStep === '29'", timeout=15000)
+    assert page.get_attribute(chart, "data-zoomed") == "true"
+    assert page.locator(f"{chart} .u-legend .u-series.u-off").count() == 1
     assert probe.errors == []

@@ -392,7 +392,7 @@
   };
 
   // For the experiment page's charts (experiment_charts.js): the same axes, sizes, colours and reads.
-  window.SfumatoCharts = { axes, sizeOf, getJSON, executorColor, alpha, placeholder, DASHES };
+  window.SfumatoCharts = { axes, sizeOf, getJSON, executorColor, alpha, placeholder, zoomHook, DASHES };
 
   document.addEventListener("DOMContentLoaded", function () {
     const jobSection = document.querySelector("[data-metrics-src]");

@@ -1,12 +1,12 @@
 // The experiment page's curves: per chart one metric, per cell group a line (the mean over its seeds) and a
 // band (its lowest to its highest seed), as GET /api/v1/experiments/{id}/curves answers them (the page's
 // session cookie authenticates it). Colours by executor, dashes tell apart groups of one executor. While a cell
-// runs the charts are read again every few seconds.
+// runs the charts are read again every few seconds, keeping the user's zoom and hidden series.
 (function () {
   "use strict";
 
   const POLL_MS = 5000;
-  const { axes, sizeOf, getJSON, executorColor, alpha, placeholder, DASHES } = window.SfumatoCharts;
+  const { axes, sizeOf, getJSON, executorColor, alpha, placeholder, zoomHook, DASHES } = window.SfumatoCharts;
   const { scaleOf, toDisplay, formatter, valueRange, axisLabel } = window.SfumatoChartUnits;
 
   // uPlot data and series of one chart: each group's mean, then its band edges, on the union of the steps.
@@ -40,10 +40,10 @@
     this.section = section;
     this.src = section.dataset.curvesSrc;
     this.charts = Array.from(section.querySelectorAll("[data-curve-chart]")).map((el) => ({
-      el, cfg: JSON.parse(el.dataset.curveChart), plot: null, spec: null,
+      el, cfg: JSON.parse(el.dataset.curveChart), plot: null, spec: null, keys: "", state: { zoomed: false, range: null },
     }));
     new ResizeObserver(() => this.charts.forEach((c) => c.plot && c.plot.setSize(sizeOf(c.el)))).observe(section);
-    document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c)));
+    document.addEventListener("sfumato:theme", () => this.charts.forEach((c) => this.draw(c, true)));
   }
 
   ExperimentCharts.prototype.load = async function () {
@@ -53,15 +53,31 @@
     }));
   };
 
-  ExperimentCharts.prototype.draw = function (c) {
-    if (c.plot) c.plot.destroy();
-    c.plot = null;
+  // (Re)build a chart when its groups changed (or the theme did), else hand uPlot the new points, keeping the
+  // user's zoom and hidden series as the job page's charts do.
+  ExperimentCharts.prototype.draw = function (c, rebuild) {
     if (!c.spec) {
+      if (c.plot) c.plot.destroy();
+      c.plot = null;
       placeholder(c.el, "No cell reported " + c.cfg.key + " yet.");
       return;
     }
+    const xs = c.spec.data[0];
+    c.el.dataset.lastStep = String(xs[xs.length - 1]);
+    const keys = c.spec.series.map((s) => s.label).join("\n");
+    if (c.plot && !rebuild && keys === c.keys) {
+      c.plot.setData(c.spec.data, !c.state.zoomed);
+      return;
+    }
+    const hidden = new Set();
+    if (c.plot) {
+      c.plot.series.forEach((s) => { if (!s.show) hidden.add(s.label); });
+      c.plot.destroy();
+    }
+    c.spec.series.forEach((s) => { if (hidden.has(s.label)) s.show = false; });
     c.el.replaceChildren();
     c.el.dataset.groups = String(c.spec.bands.length);
+    const range = c.state.range;
     c.plot = new uPlot({
       ...sizeOf(c.el),
       scales: { x: { time: false }, y: { range: valueRange } },
@@ -69,7 +85,10 @@
       series: c.spec.series,
       bands: c.spec.bands,
       cursor: { drag: { x: true, y: false, setScale: true } },
+      hooks: { setScale: [zoomHook(c.state, c.el)] },
     }, c.spec.data, c.el);
+    if (range) c.plot.setScale("x", { min: range[0], max: range[1] });
+    c.keys = keys;
   };
 
   // Whether a cell is still queued or running, as the polled summary last showed it.
@@ -84,7 +103,11 @@
       await this.load();
       this.charts.forEach((c) => this.draw(c));
     } catch (err) {
-      this.charts.forEach((c) => placeholder(c.el, "Could not load the curves."));
+      this.charts.forEach((c) => {
+        if (c.plot) c.plot.destroy();
+        c.plot = null;
+        placeholder(c.el, "Could not load the curves.");
+      });
       console.warn(err);
     }
     this.section.dataset.polling = String(more);
