@@ -1,11 +1,12 @@
 """The one place a job changes status, so every change follows the transition table and leaves a job event
-behind, and a job to place or devices freed wake the scheduler."""
+behind, a job that is no longer placed holds no job token, and a job to place or devices freed wake the
+scheduler."""
 
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from server.models import JOB_TRANSITIONS, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
+from server.models import JOB_TRANSITIONS, PLACED_STATES, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
 from server.services.errors import Conflict
 from server.services.scheduler_wakeup import wake_scheduler
 
@@ -43,6 +44,7 @@ def _record(session: Session, job: Job, status: JobStatus, message: str | None) 
         job.started_at = now
     if status in TERMINAL_STATES:
         job.finished_at = now
+    if status not in PLACED_STATES:  # ended or back to the queue: the attempt's job token writes nothing more
         job.token_hash = None
     session.add(JobEvent(job_id=job.id, attempt=job.attempt, status=status, message=message, created_at=now))
     if status == JobStatus.QUEUED or status in TERMINAL_STATES:

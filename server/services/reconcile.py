@@ -100,7 +100,6 @@ def _requeue_unstarted(session: Session, scheduled_timeout_seconds: float, done:
             (done.requeued if requeued else done.failed).append(job.id)
             continue
         release_idle_allocations(session, job.id)
-        job.token_hash = None
         set_status(session, job, JobStatus.QUEUED, f"{reason}; back to the queue")
         done.requeued.append(job.id)
 

@@ -37,7 +37,6 @@ def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
         return False
     used = started_attempts(session, job.id)
     if used < job.max_attempts:
-        job.token_hash = None
         job.error = None  # a node's error seen while the attempt was failing is not the job's
         set_status(session, job, JobStatus.QUEUED, f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
         return True

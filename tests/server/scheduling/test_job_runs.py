@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Allocation, Host, Job, JobEvent, LogLine
+from server.models import Allocation, Host, Job, JobEvent, JobStatus, LogLine
 from server.services import job_runs
 from server.services.job_status import set_status
 from server.services.placement_pass import NodeTask
@@ -65,6 +65,16 @@ def test_start_writes_the_spec_and_mints_a_token_stored_only_as_its_hash(factory
     assert plan.device_indices == [0, 1] and plan.host_devices == 2
     assert plan.token is not None and plan.token.startswith("sfj_")
     assert job(factory, task.job_id).token_hash == hash_token(plan.token)
+
+
+def test_a_job_that_leaves_its_placed_states_holds_no_job_token(factory, add_host, add_job, tmp_path):
+    task = scheduled(factory, add_host, add_job)
+    start(factory, task, tmp_path)
+
+    with factory.begin() as session:
+        set_status(session, session.get_one(Job, task.job_id), JobStatus.QUEUED, "its reward service went away")
+
+    assert job(factory, task.job_id).token_hash is None
 
 
 def test_a_stale_attempt_or_another_host_starts_nothing(factory, add_host, add_job, tmp_path):
