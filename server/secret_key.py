@@ -1,4 +1,5 @@
-"""The key page-session cookies are signed with (SFUMATO_SECRET_KEY).
+"""The key page-session cookies are signed with (SFUMATO_SECRET_KEY), and the node tokens of multi-node jobs
+(services.node_tokens, signed on the workers with a key derived from it).
 
 Whoever knows it can forge a session of any user, the admin included. A server on a shared database
 (PostgreSQL) therefore refuses to start without a strong one; the embedded platform (SQLite, one machine)
@@ -68,7 +69,7 @@ def session_secret_key(settings: Settings) -> str:
     problem = key_problem(settings.secret_key)
     if problem is not None:
         raise WeakSecretKey(
-            f"SFUMATO_SECRET_KEY {problem}: page sessions signed with it could be forged. "
+            f"SFUMATO_SECRET_KEY {problem}: page sessions and node tokens signed with it could be forged. "
             f"Set at least {MIN_KEY_BYTES} random bytes, e.g. SFUMATO_SECRET_KEY=$(openssl rand -hex 32)"
         )
     return settings.secret_key

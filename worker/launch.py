@@ -38,7 +38,7 @@ def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
         if plan.rendezvous_endpoint is None:
             raise ValueError(f"job {plan.job_id} spans {plan.nnodes} nodes but has no rendezvous endpoint")
         # Static rendezvous on node 0: torchrun's global ranks then follow the scheduler's node ranks (node 0
-        # holds rank 0, which alone has the job token; DigenRL's rollout pool is node 0). c10d ignores
+        # holds rank 0, which alone reports with the job token; DigenRL's rollout pool is node 0). c10d ignores
         # --node-rank and orders nodes by host name and process id.
         argv += [
             "--rdzv-backend",
@@ -62,7 +62,9 @@ def threads_per_rank(host_devices: int, cpu_count: int | None = None) -> int:
 def trainer_env(
     plan: RunPlan, base: Mapping[str, str], *, api_url: str, home: Path, cpu_count: int | None = None
 ) -> dict[str, str]:
-    """The trainer's environment: the worker's own, scrubbed, plus the job's contract variables.
+    """The trainer's environment: the worker's own, scrubbed, plus the job's contract variables: node 0 the job
+    token (SFUMATO_JOB_TOKEN), the other nodes their node token (SFUMATO_NODE_TOKEN), which reward services
+    accept and ingestion does not.
 
     `home` is the platform's state folder; the trainer caches the built-in tiny model under it.
     """
@@ -77,6 +79,8 @@ def trainer_env(
     )
     if plan.token is not None:
         env["SFUMATO_JOB_TOKEN"] = plan.token
+    if plan.node_token is not None:
+        env["SFUMATO_NODE_TOKEN"] = plan.node_token
     if plan.device_type == "cuda":
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order the host agent listed the devices in
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in plan.device_indices)

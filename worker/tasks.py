@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session
 
 from server.config import get_settings
 from server.db import session_scope
+from server.secret_key import session_secret_key
 from server.services import job_runs, service_runs
+from server.services.node_tokens import node_token_key
 from server.services.tokens import new_token
 from worker.celery_app import app
 from worker.host_agent import SHUTDOWN, host_address, host_name
@@ -51,7 +53,12 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
     host = host_name(settings)
     what = f"job {job_id} attempt {attempt} node {node_rank}"
     root = settings.resolved_artifact_root()
-    plan = _start(lambda session: job_runs.start_run(session, job_id, attempt, node_rank, host, root), what, host)
+    key = node_token_key(session_secret_key(settings))
+
+    def start(session: Session) -> job_runs.RunPlan | None:
+        return job_runs.start_run(session, job_id, attempt, node_rank, host, root, node_token_key=key)
+
+    plan = _start(start, what, host)
     if plan is None:
         return "skipped"
 

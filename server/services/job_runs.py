@@ -1,10 +1,10 @@
 """The database side of running one node of one job attempt on a worker.
 
 The worker's task calls these in order: `start_run` (claim the attempt, write the spec, mint the
-job token), `mark_running`, then `append_logs` and `stop_reason` while the trainer runs, and
-`finish_run` with the exit. Every function re-reads the job under a row lock and does nothing
-for an attempt that is no longer current, so a task the broker delivers twice, or late, is
-harmless: the database, not the broker, says what should run.
+job token on node 0 or make the node token of another node), `mark_running`, then `append_logs` and
+`stop_reason` while the trainer runs, and `finish_run` with the exit. Every function re-reads the job
+under a row lock and does nothing for an attempt that is no longer current, so a task the broker
+delivers twice, or late, is harmless: the database, not the broker, says what should run.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobSta
 from server.models.host import POOLS
 from server.services.allocations import release_idle_allocations
 from server.services.job_status import set_status
+from server.services.node_tokens import node_token
 from server.services.retry_policy import retry_or_fail
 from server.services.service_rewards import trainer_spec
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
@@ -54,10 +55,11 @@ class RunPlan:
     run_dir: Path
     spec_path: Path
     log_path: Path
-    token: str | None
+    token: str | None  # the job token: node 0 only, whose rank 0 reports
     rendezvous_endpoint: str | None
     host_devices: int
     command: str = "run"  # the trainer's subcommand: "probe" for the advisor's probe job
+    node_token: str | None = None  # nodes 1, 2, ...: what their ranks show a reward service (services.node_tokens)
 
     @property
     def resume(self) -> bool:
@@ -78,9 +80,17 @@ def _is_current(job: Job | None, attempt: int) -> bool:
 
 
 def start_run(
-    session: Session, job_id: int, attempt: int, node_rank: int, host_name: str, artifact_root: Path
+    session: Session,
+    job_id: int,
+    attempt: int,
+    node_rank: int,
+    host_name: str,
+    artifact_root: Path,
+    *,
+    node_token_key: bytes,
 ) -> RunPlan | None:
     """Claim a node of an attempt: None when it is stale, not on this host, or was cancelled meanwhile.
+    `node_token_key` (services.node_tokens.node_token_key) signs the token of a node other than 0.
 
     The node's devices are listed rollout pool first, so with both DigenRL pools on one host the local ranks
     [0, rollout devices) are the rollout pool; across hosts the rollout pool is node 0."""
@@ -115,10 +125,12 @@ def start_run(
     spec_path = run_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True))
 
-    token = None
+    token = node_credential = None
     if node_rank == 0:  # only global rank 0 reports, and it runs on node 0
         token = new_token(JOB_TOKEN_PREFIX)
         job.token_hash = hash_token(token)
+    else:  # its ranks score their own samples, so a reward service must know them too
+        node_credential = node_token(node_token_key, job.id, attempt, node_rank)
 
     nnodes = len(
         set(
@@ -154,6 +166,7 @@ def start_run(
         )
         or 1,
         command="probe" if job.kind == JobKind.PROBE else "run",
+        node_token=node_credential,
     )
 
 

@@ -96,6 +96,19 @@ def db_upgrade() -> None:
     console.print("database schema is up to date")
 
 
+def _require_secret_key(settings: Settings) -> None:
+    """Checked before anything starts: the server signs page sessions with the key, the worker the node tokens
+    of multi-node jobs. On the embedded platform this makes the state folder's key, which every process then
+    reads, so each accepts what the others signed."""
+    from server.secret_key import WeakSecretKey, session_secret_key
+
+    try:
+        session_secret_key(settings)
+    except WeakSecretKey as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
 def server(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
@@ -110,16 +123,9 @@ def server(
     import uvicorn
 
     from server.config import get_settings
-    from server.secret_key import WeakSecretKey, session_secret_key
 
     settings = get_settings()
-    try:
-        # Checked before anything starts; on the embedded platform this makes the state folder's key, which
-        # every server process then reads, so each accepts the cookies the others issue.
-        session_secret_key(settings)
-    except WeakSecretKey as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    _require_secret_key(settings)
     if bootstrap:
         token = _bootstrap(settings)
         if token:
@@ -149,6 +155,7 @@ def worker(
     from worker.host_agent import detect_devices, host_name
 
     settings = get_settings()
+    _require_secret_key(settings)
     name = host_name(settings)
     slots = concurrency or len(detect_devices(settings))
     celery_app.worker_main(

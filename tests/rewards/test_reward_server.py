@@ -93,6 +93,7 @@ def test_a_server_with_a_service_token_refuses_callers_without_it(monkeypatch: p
     with reward_server("--reward", "brightness", env={"SFUMATO_REWARD_SERVICE_TOKEN": "s3cret"}) as server:
         monkeypatch.delenv("SFUMATO_REWARD_TOKEN", raising=False)
         monkeypatch.delenv("SFUMATO_JOB_TOKEN", raising=False)
+        monkeypatch.delenv("SFUMATO_NODE_TOKEN", raising=False)
         with pytest.raises(RemoteRewardError, match=rf"reward 'remote' at {server.url}: answered 401"):
             remote(server.url, retries=2)(images(1), PROMPTS[:1])
         monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "wrong")

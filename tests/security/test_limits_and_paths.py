@@ -108,7 +108,8 @@ def test_shell_metacharacters_in_a_spec_are_stored_as_text_and_never_run(harness
         device = session.query(Device).filter_by(host_id=host_id).one()
         session.add(Allocation(job_id=job_id, attempt=1, device_id=device.id, host_id=host_id))
         session.commit()
-        plan = start_run(session, job_id, 1, 0, session.get_one(Host, host_id).name, tmp_path / "artifacts")
+        host = session.get_one(Host, host_id).name
+        plan = start_run(session, job_id, 1, 0, host, tmp_path / "artifacts", node_token_key=b"k")
         session.commit()
     assert plan is not None
     argv = torchrun_argv(plan, python=sys.executable)

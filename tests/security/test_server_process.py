@@ -1,5 +1,5 @@
-"""Attacks 1 and 6 against the real `sfumato server` process: it refuses a weak session key on PostgreSQL, and
-its login limit is not reset by X-Forwarded-For (uvicorn believed it from any local client)."""
+"""Attacks 1 and 6 against the real `sfumato server` process: it (and `sfumato worker`) refuses a weak session key
+on PostgreSQL, and its login limit is not reset by X-Forwarded-For (uvicorn believed it from any local client)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
 
 
-def test_sfumato_server_on_postgres_refuses_a_published_key_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["server", "--workers", "1"], ["worker"]], ids=["server", "worker"])
+def test_sfumato_server_and_worker_on_postgres_refuse_a_published_key_naming_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The server signs page sessions with it, the worker the node tokens of multi-node jobs."""
     env = {
         **os.environ,
         "SFUMATO_HOME": str(tmp_path),
@@ -28,7 +32,7 @@ def test_sfumato_server_on_postgres_refuses_a_published_key_naming_it(tmp_path: 
         "SFUMATO_SECRET_KEY": "change-me",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "sfumato.cli", "server", "--workers", "1"],
+        [sys.executable, "-m", "sfumato.cli", *command],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "SFUMATO_SECRET_KEY" in done.stdout + done.stderr

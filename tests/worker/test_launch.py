@@ -93,9 +93,12 @@ def test_cpu_job_env_hides_gpus_and_shares_cores_between_slots(tmp_path: Path):
     assert env["OMP_NUM_THREADS"] == "8"
 
 
-def test_nodes_other_than_the_first_get_no_job_token(tmp_path: Path):
-    env = trainer_env(plan(tmp_path, token=None, node_rank=1), {}, api_url="http://x", home=tmp_path)
+def test_a_node_other_than_the_first_gets_its_node_token_and_no_job_token(tmp_path: Path):
+    node_1 = plan(tmp_path, token=None, node_token="sfn_7_1_1_mac", node_rank=1, nnodes=2)
 
+    env = trainer_env(node_1, {"SFUMATO_JOB_TOKEN": "the worker's own"}, api_url="http://x", home=tmp_path)
+
+    assert env["SFUMATO_NODE_TOKEN"] == "sfn_7_1_1_mac"
     assert "SFUMATO_JOB_TOKEN" not in env
 
 

@@ -26,7 +26,7 @@ def plan(factory: sessionmaker[Session], add_host, add_job, tmp_path: Path) -> j
     sent: list[NodeTask] = []
     schedule_once(factory, sent.append, 30.0)
     with factory.begin() as session:
-        started = job_runs.start_run(session, sent[0].job_id, 1, 0, "alpha", tmp_path)
+        started = job_runs.start_run(session, sent[0].job_id, 1, 0, "alpha", tmp_path, node_token_key=b"k")
     assert started is not None
     return started
 

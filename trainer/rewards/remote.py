@@ -33,7 +33,8 @@ from trainer.spec.reward_protocol import (
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 8.0
-TOKEN_VARIABLES = ("SFUMATO_REWARD_TOKEN", "SFUMATO_JOB_TOKEN")
+# Node 0 of a job holds the job token, each other node its node token; a token set for the reward wins.
+TOKEN_VARIABLES = ("SFUMATO_REWARD_TOKEN", "SFUMATO_JOB_TOKEN", "SFUMATO_NODE_TOKEN")
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class RetryableFailure(Exception):
 
 
 def reward_token() -> str | None:
-    """The bearer token: SFUMATO_REWARD_TOKEN when set, else the job's own token, else none."""
+    """The bearer token: SFUMATO_REWARD_TOKEN when set, else the job token (node 0) or the node token (the other
+    nodes of a multi-node job) the worker gave this trainer, else none."""
     return next((os.environ[name] for name in TOKEN_VARIABLES if os.environ.get(name)), None)
 
 

@@ -11,6 +11,7 @@ from server.api.deps import CallerDep, SessionDep, SettingsDep, UserCredentials,
 from server.schemas.common import MAX_INT32, ErrorBody
 from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
 from server.services import reward_services
+from server.services.node_tokens import node_token_key
 
 router = APIRouter(tags=["services"])
 
@@ -66,8 +67,16 @@ def stop_service(service_id: ServiceId, session: SessionDep, caller: WriterDep) 
     response_model=CallerVerdict,
     responses={401: {"model": ErrorBody}, 403: {"model": ErrorBody}, 404: {"model": ErrorBody}},
 )
-def check_caller(service_id: ServiceId, session: SessionDep, credentials: UserCredentials) -> CallerVerdict:
-    """For the reward server (`--auth-url`): 200 when the bearer token is a job token of a running job of the
-    service's team, or a user token of one of its members; 403 otherwise."""
-    reward_services.authorize_caller(session, service_id, credentials.credentials if credentials else None)
+def check_caller(
+    service_id: ServiceId, session: SessionDep, settings: SettingsDep, credentials: UserCredentials
+) -> CallerVerdict:
+    """For the reward server (`--auth-url`): 200 when the bearer token is the job token (node 0) or a node token
+    (the other nodes) of a running job of the service's team, or a user token of one of its members; 403
+    otherwise."""
+    reward_services.authorize_caller(
+        session,
+        service_id,
+        credentials.credentials if credentials else None,
+        node_token_key(settings.secret_key),
+    )
     return CallerVerdict(service_id=service_id, allowed=True)

@@ -12,12 +12,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.models import Allocation, Host, Job, JobEvent, JobStatus, LogLine
 from server.services import job_runs
 from server.services.job_status import set_status
+from server.services.node_tokens import NodeClaim, node_token_key, verified_claim
 from server.services.placement_pass import NodeTask
 from server.services.scheduler import schedule_once
 from server.services.tokens import hash_token
 
 AddHost = Callable[..., Host]
 AddJob = Callable[..., Job]
+NODE_TOKEN_KEY = node_token_key("the worker's SFUMATO_SECRET_KEY")
 
 
 def scheduled(factory: sessionmaker[Session], add_host: AddHost, add_job: AddJob, **job_fields: object) -> NodeTask:
@@ -30,7 +32,9 @@ def scheduled(factory: sessionmaker[Session], add_host: AddHost, add_job: AddJob
 
 def start(factory: sessionmaker[Session], task: NodeTask, root: Path, host: str = "alpha") -> job_runs.RunPlan | None:
     with factory.begin() as session:
-        return job_runs.start_run(session, task.job_id, task.attempt, task.node_rank, host, root)
+        return job_runs.start_run(
+            session, task.job_id, task.attempt, task.node_rank, host, root, node_token_key=NODE_TOKEN_KEY
+        )
 
 
 def finish(factory: sessionmaker[Session], task: NodeTask, code: int, stopped_for: str | None = None) -> str | None:
@@ -65,6 +69,24 @@ def test_start_writes_the_spec_and_mints_a_token_stored_only_as_its_hash(factory
     assert plan.device_indices == [0, 1] and plan.host_devices == 2
     assert plan.token is not None and plan.token.startswith("sfj_")
     assert job(factory, task.job_id).token_hash == hash_token(plan.token)
+
+
+def test_only_node_0_gets_the_job_token_and_each_other_node_a_node_token_of_its_attempt(
+    factory, add_host, add_job, tmp_path
+):
+    add_host("alpha", devices=1)
+    add_host("beta", devices=1)
+    add_job(nodes=2)
+    sent: list[NodeTask] = []
+    schedule_once(factory, sent.append, 30.0)
+
+    first, second = (start(factory, t, tmp_path, host=t.host) for t in sorted(sent, key=lambda t: t.node_rank))
+
+    assert first is not None and second is not None
+    assert first.token is not None and first.node_token is None
+    assert job(factory, first.job_id).token_hash == hash_token(first.token)
+    assert second.token is None and second.node_token is not None
+    assert verified_claim(NODE_TOKEN_KEY, second.node_token) == NodeClaim(second.job_id, second.attempt, 1)
 
 
 def test_a_job_that_leaves_its_placed_states_holds_no_job_token(factory, add_host, add_job, tmp_path):
@@ -140,10 +162,8 @@ def test_the_last_node_of_a_multi_node_job_decides_success(factory, add_host, ad
     sent: list[NodeTask] = []
     schedule_once(factory, sent.append, 30.0)
     first, second = sorted(sent, key=lambda t: t.node_rank)
-    with factory.begin() as session:
-        plans = [job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path) for t in sent]
+    plans = [start(factory, t, tmp_path, host=t.host) for t in sent]
     by_rank = {p.node_rank: p for p in plans if p}
-    assert by_rank[0].token is not None and by_rank[1].token is None
     assert by_rank[1].rendezvous_endpoint == f"127.0.0.1:{job_runs.rendezvous_port(first.job_id, first.attempt)}"
 
     with factory.begin() as session:
@@ -235,7 +255,9 @@ def two_node_attempt(factory, add_host, add_job, tmp_path) -> list[NodeTask]:
     schedule_once(factory, sent.append, 30.0)
     with factory.begin() as session:
         for t in sent:
-            job_runs.start_run(session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path)
+            job_runs.start_run(
+                session, t.job_id, t.attempt, t.node_rank, t.host, tmp_path, node_token_key=NODE_TOKEN_KEY
+            )
             job_runs.mark_running(session, t.job_id, t.attempt, t.node_rank, t.host)
     return sorted(sent, key=lambda t: t.node_rank)
 

@@ -114,7 +114,9 @@ def two_node_job_running(factory: sessionmaker[Session], add_host: AddHost, add_
     run_pass(factory, sent)
     with factory.begin() as session:
         for task in sent:
-            job_runs.start_run(session, task.job_id, task.attempt, task.node_rank, task.host, Path("/tmp/unused"))
+            job_runs.start_run(
+                session, task.job_id, task.attempt, task.node_rank, task.host, Path("/tmp/unused"), node_token_key=b"k"
+            )
             job_runs.mark_running(session, task.job_id, task.attempt, task.node_rank, task.host)
     return sorted(sent, key=lambda t: t.node_rank)
 
