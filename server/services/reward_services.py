@@ -163,6 +163,9 @@ def _ensure_can_stop(caller: Caller, service: RewardService) -> None:
     raise Forbidden(f"role {role!r} cannot stop this service; ask an admin of the team")
 
 
+_JOB_OF_CALLER = select(Job.id, Job.team_id, Job.status, Job.attempt)
+
+
 def authorize_caller(session: Session, service_id: int, token: str | None, node_token_key: bytes) -> None:
     """The reward server's --auth-url check: a job token (node 0) or node token (services.node_tokens: the other
     nodes) of the current, placed attempt of a job of the service's team, or a user token of a member of that
@@ -187,9 +190,6 @@ def authorize_caller(session: Session, service_id: int, token: str | None, node_
     user = authenticate_api_token(session, token)
     if not user.is_admin and service.team_id not in user.team_ids:
         raise Forbidden(f"you may not use service {service_id}")
-
-
-_JOB_OF_CALLER = select(Job.id, Job.team_id, Job.status, Job.attempt)
 
 
 def _ensure_running_job_of_team(job: Row[Any] | None, attempt: int | None, service: RewardService) -> None:
