@@ -53,7 +53,7 @@ def run_job(job_id: int, attempt: int, node_rank: int = 0) -> str:
     host = host_name(settings)
     what = f"job {job_id} attempt {attempt} node {node_rank}"
     root = settings.resolved_artifact_root()
-    key = node_token_key(session_secret_key(settings))
+    key = node_token_key(session_secret_key(settings)) if node_rank > 0 else None  # node 0 has the job token
 
     def start(session: Session) -> job_runs.RunPlan | None:
         return job_runs.start_run(session, job_id, attempt, node_rank, host, root, node_token_key=key)

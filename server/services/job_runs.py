@@ -87,10 +87,11 @@ def start_run(
     host_name: str,
     artifact_root: Path,
     *,
-    node_token_key: bytes,
+    node_token_key: bytes | None,
 ) -> RunPlan | None:
     """Claim a node of an attempt: None when it is stale, not on this host, or was cancelled meanwhile.
-    `node_token_key` (services.node_tokens.node_token_key) signs the token of a node other than 0.
+    `node_token_key` (services.node_tokens.node_token_key) signs the token of a node other than 0 (node 0,
+    which gets the job token, needs none).
 
     The node's devices are listed rollout pool first, so with both DigenRL pools on one host the local ranks
     [0, rollout devices) are the rollout pool; across hosts the rollout pool is node 0."""
@@ -130,6 +131,8 @@ def start_run(
         token = new_token(JOB_TOKEN_PREFIX)
         job.token_hash = hash_token(token)
     else:  # its ranks score their own samples, so a reward service must know them too
+        if node_token_key is None:
+            raise ValueError(f"node {node_rank} of job {job.id} needs the node token key to sign its token")
         node_credential = node_token(node_token_key, job.id, attempt, node_rank)
 
     nnodes = len(
