@@ -34,7 +34,15 @@ from server.services.scheduler_wakeup import wake_scheduler
 from server.services.scoping import ensure_writer, team_for_submission, team_role
 from server.services.service_state import set_state
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token
-from trainer.spec import SERVICE_REWARD, RewardSpec, spec_errors
+from trainer.spec import REMOTE_REWARD, SERVICE_REWARD, RewardSpec, known_rewards, spec_errors
+
+# Rewards a service cannot serve: both are scored through a reward server that is already running elsewhere.
+_NOT_SERVABLE = {
+    SERVICE_REWARD: "a service serves a reward; it cannot serve another service",
+    REMOTE_REWARD: f"a service runs its own reward server; {REMOTE_REWARD!r} scores through another one at a URL",
+}
+# States stop_service acts on; a stopping service is on its way and a stopped or failed one is over.
+_STOPPABLE_STATES = tuple(s for s in LIVE_SERVICE_STATES if s != ServiceState.STOPPING)
 
 
 def create_service(session: Session, caller: Caller, data: ServiceCreate, settings: Settings) -> ServiceOut:
@@ -73,10 +81,15 @@ def create_service(session: Session, caller: Caller, data: ServiceCreate, settin
     return service_detail(session, caller, service.id)
 
 
+def servable_rewards() -> list[str]:
+    """The rewards create_service accepts by name: the built-in and plugin ones (trainer.spec) it can serve."""
+    return sorted(known_rewards() - _NOT_SERVABLE.keys())
+
+
 def _check_reward(data: ServiceCreate, settings: Settings) -> None:
     """The reward name and weights path, by trainer.spec's rules for a job's reward entry."""
-    if data.reward == SERVICE_REWARD:
-        raise FieldErrors.one("reward", "a service serves a reward; it cannot serve another service")
+    if data.reward in _NOT_SERVABLE:
+        raise FieldErrors.one("reward", _NOT_SERVABLE[data.reward])
     try:
         RewardSpec.model_validate(
             {"name": data.reward, "path": data.path}, context={"path_roots": settings.resolved_path_roots()}
@@ -141,7 +154,7 @@ def stop_service(session: Session, caller: Caller, service_id: int) -> ServiceOu
     _ensure_can_stop(caller, service)
     service = session.get(RewardService, service_id, with_for_update=True, populate_existing=True)
     assert service is not None
-    if service.state not in LIVE_SERVICE_STATES or service.state == ServiceState.STOPPING:
+    if service.state not in _STOPPABLE_STATES:
         session.rollback()
         raise Conflict(f"service {service.name!r} is already {service.state}")
     service.stop_requested = True
@@ -151,6 +164,23 @@ def stop_service(session: Session, caller: Caller, service_id: int) -> ServiceOu
     audit.record(session, "service.stop", caller, team_id=service.team_id, detail=service.name)
     session.commit()
     return service_detail(session, caller, service_id)
+
+
+def stoppable_ids(session: Session, caller: Caller, service_ids: list[int]) -> set[int]:
+    """Of these services, those stop_service would stop for the caller now (the pages' Stop buttons): live,
+    not already stopping, and the caller's to stop."""
+    services = session.scalars(
+        select(RewardService).where(RewardService.id.in_(service_ids), RewardService.state.in_(_STOPPABLE_STATES))
+    )
+    return {service.id for service in services if _may_stop(caller, service)}
+
+
+def _may_stop(caller: Caller, service: RewardService) -> bool:
+    try:
+        _ensure_can_stop(caller, service)
+    except Forbidden:
+        return False
+    return True
 
 
 def _ensure_can_stop(caller: Caller, service: RewardService) -> None:

@@ -90,6 +90,7 @@ def test_the_caller_check_admits_the_teams_job_and_user_tokens_only(
     [
         ({"reward": "vibes"}, "reward"),
         ({"reward": "service"}, "reward"),
+        ({"reward": "remote"}, "reward"),
         ({"reward": "pickscore"}, "path"),
         ({"reward": "brightness", "path": "/tmp"}, "path"),
         ({"name": "Has Spaces"}, "name"),

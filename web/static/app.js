@@ -74,6 +74,16 @@
     if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
   });
 
+  // A refused htmx write that answers with the fragment it targets (a Stop that came too late: 409, or 403)
+  // shows that fragment and its message; htmx would otherwise drop an error status's answer.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const type = event.detail.xhr.getResponseHeader("content-type") || "";
+    if (event.detail.isError && event.detail.elt.closest("[data-swap-refusals]") && type.startsWith("text/html")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   // New experiment: fair timing follows the axes (on with an executor axis, as the server decides in the live
   // cell count) until the user sets it.
   document.addEventListener("htmx:afterSwap", function (event) {
