@@ -1,7 +1,8 @@
 """Safe clicks on every page at 1280x800 and 1920x1080: no two clickable elements overlap, nothing overflows
 sideways (tables included), and the element at each button's centre is that button. Also saves the compare and
-advice pages at both sizes under test-artifacts/screenshots, and with SFUMATO_UPDATE_README_IMAGES=1 the
-README's docs/images/compare.png (1280 wide)."""
+advice pages, and the services page with its New service panel open, at both sizes under
+test-artifacts/screenshots, and with SFUMATO_UPDATE_README_IMAGES=1 the README's docs/images/compare.png (1280
+wide)."""
 
 from __future__ import annotations
 
@@ -111,9 +112,11 @@ def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its
         if name.startswith("experiment"):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{name.replace(' ', '-')}-{width}.png"), full_page=True)
-        if name == "services":
+        if name == "services":  # again with the New service panel and a service's facts open
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.click("#new-service summary")
             page.click("#service-1 summary")
+            problems += [f"{name} with New service open: {p}" for p in page.evaluate(CHECK_LAYOUT)]
             page.screenshot(path=str(SCREENSHOTS / f"services-{width}.png"))
         if name in SCREENSHOT_PAGES:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)

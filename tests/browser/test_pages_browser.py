@@ -7,7 +7,7 @@ from browser_support import Live, PageProbe
 from page_fixtures import add_metrics, make_job
 from sqlalchemy import select
 
-from server.models import Job, LogLine, User
+from server.models import Job, LogLine, RewardService, User
 
 pytestmark = pytest.mark.browser
 
@@ -158,6 +158,57 @@ def test_hosts_page(live: Live, probe: PageProbe) -> None:
     probe.page.wait_for_selector("text=gpu-node-1")
     probe.shot("hosts")
     assert probe.errors == []
+
+
+def test_a_service_created_in_the_new_service_panel_is_listed_then_stopped_after_confirming(
+    live: Live, probe: PageProbe
+) -> None:
+    page = probe.page
+    asked: list[str] = []
+
+    def accept(dialog: object) -> None:
+        asked.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.accept()  # type: ignore[attr-defined]
+
+    page.on("dialog", accept)
+    page.goto(f"{live.url}/services")
+    page.click("#new-service summary")
+    page.fill("#f-name", "bright-browser")
+    page.select_option("#f-reward", "brightness")
+    page.click("#service-form button[type=submit]")
+    row = page.wait_for_selector("tr:has-text('bright-browser')")
+    assert row.query_selector(".status-pending") is not None
+    row.query_selector("button:has-text('Stop')").click()  # type: ignore[union-attr]
+    page.wait_for_selector("tr:has-text('bright-browser') .status-stopped")
+    assert len(asked) == 1 and asked[0].startswith("Stop service bright-browser (#")
+    assert page.locator("tr:has-text('bright-browser') button:has-text('Stop')").count() == 0
+    assert probe.errors == []
+
+
+def test_a_service_stop_that_comes_too_late_shows_why_in_the_table(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    page.on("dialog", lambda dialog: dialog.accept())  # type: ignore[attr-defined]
+    with live.app.state.sessionmaker.begin() as session:
+        stale = RewardService(
+            name="stopped-elsewhere",
+            team_id=live.world.running.team_id,
+            reward="brightness",
+            device_type="cuda",
+            devices=1,
+            state="pending",
+            created_by_id=live.world.admin.id,
+        )
+        session.add(stale)
+        session.flush()
+        stale_id = stale.id
+    page.goto(f"{live.url}/services")
+    with live.app.state.sessionmaker.begin() as session:
+        session.get(RewardService, stale_id).state = "stopped"  # type: ignore[union-attr]
+    page.click(f"#service-{stale_id} button:has-text('Stop')")
+    refusal = page.wait_for_selector("#service-refusal").inner_text()
+    assert refusal == f"Service #{stale_id} was not stopped: service 'stopped-elsewhere' is already stopped"
+    assert page.locator(f"#service-{stale_id} .status-stopped").count() == 1
+    assert all("409" in e for e in probe.errors), probe.errors
 
 
 def test_unknown_job_is_a_404_page(live: Live, probe: PageProbe) -> None:

@@ -92,12 +92,16 @@ def test_a_refused_field_is_named_beside_it_in_the_open_form_and_nothing_is_stor
     error = re.search(rf'<small class="field-error" id="e-{field}" data-field="{field}">([^<]+)</small>', response.text)
     assert error and html.unescape(error.group(1)).startswith(message), response.text
     assert '<details class="new-service" id="new-service" open>' in response.text
+    typed = {**BRIGHT, **fields}
+    assert f'name="name" value="{html.escape(typed["name"])}"' in response.text
+    assert f'name="devices" value="{typed["devices"]}"' in response.text
     assert service_count(app) == before
 
 
-def test_the_reward_select_offers_the_rewards_a_service_can_serve(client: TestClient) -> None:
+def test_the_reward_select_offers_the_rewards_a_service_can_serve_pickscore_first_chosen(client: TestClient) -> None:
     select_html = re.search(r'<select id="f-reward".*?</select>', client.get("/services").text, re.S)
     assert select_html and re.findall(r'<option value="([^"]+)"', select_html.group(0)) == servable_rewards()
+    assert re.findall(r'<option value="([^"]+)" selected', select_html.group(0)) == ["pickscore"]
 
 
 def test_creating_or_stopping_without_the_csrf_token_is_refused(client: TestClient, app: FastAPI) -> None:

@@ -62,7 +62,7 @@ def _page(
         "form": {
             "shown": caller.can_write and bool(teams),
             "open": bool(errors),
-            "values": values or NEW_SERVICE,
+            "typed": values or NEW_SERVICE,
             "placed": placed,
             "unplaced": [e for e in errors or [] if e["field"] not in FORM_FIELDS],
             "rewards": servable_rewards(),

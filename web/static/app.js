@@ -77,8 +77,9 @@
   // A refused htmx write that answers with the fragment it targets (a Stop that came too late: 409, or 403)
   // shows that fragment and its message; htmx would otherwise drop an error status's answer.
   document.addEventListener("htmx:beforeSwap", function (event) {
-    const type = event.detail.xhr.getResponseHeader("content-type") || "";
-    if (event.detail.isError && event.detail.elt.closest("[data-swap-refusals]") && type.startsWith("text/html")) {
+    const html = (event.detail.xhr.getResponseHeader("content-type") || "").startsWith("text/html");
+    const asked = event.detail.requestConfig.elt.closest("[data-swap-refusals]");
+    if (event.detail.isError && asked && html) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
