@@ -41,7 +41,7 @@ from sfumato.app import create_app  # noqa: E402
 # The fuzz's logins come through "a proxy" (itself) from many addresses; see PageClient.send.
 BEHIND_PROXY = {"SFUMATO_TRUSTED_PROXIES": "127.0.0.1"}
 # Pages whose forms name the fields the POST routes read.
-FORM_PAGES = ("/submit", "/settings", "/teams", "/teams/1", "/admin/users", "/jobs", "/login")
+FORM_PAGES = ("/submit", "/settings", "/teams", "/teams/1", "/admin/users", "/jobs", "/login", "/services")
 TEXT = st.text(max_size=40)
 VALUE = st.one_of(
     TEXT,
