@@ -47,8 +47,8 @@ def service_id(app: FastAPI, name: str) -> int:
     return service.id
 
 
-def log_in_as(app: FastAPI, anon: TestClient, username: str, role: str | None) -> TestClient:
-    """A new user with the world's password, `role` in its team (or in none), logged in on `anon`."""
+def add_user(app: FastAPI, username: str, role: str | None) -> None:
+    """A user with the world's password, `role` in its team (or in none)."""
     hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
     with app.state.sessionmaker.begin() as session:
         user = User(username=username, password_hash=hasher.hash(PASSWORD))
@@ -56,13 +56,16 @@ def log_in_as(app: FastAPI, anon: TestClient, username: str, role: str | None) -
         session.flush()
         if role is not None:
             session.add(Membership(user_id=user.id, team_id=1, role=role))
+
+
+def log_in(anon: TestClient, username: str) -> TestClient:
     form = {"username": username, "password": PASSWORD, "csrf_token": csrf_of(anon.get("/login").text)}
     assert anon.post("/login", data=form).status_code == 303
     return anon
 
 
-def stop_forms(html: str) -> list[str]:
-    return re.findall(r'action="/services/(\d+)/stop"', html)
+def stop_forms(page: str) -> list[str]:
+    return re.findall(r'action="/services/(\d+)/stop"', page)
 
 
 def test_a_service_created_through_the_form_is_stored_pending_and_listed(client: TestClient, app: FastAPI) -> None:
@@ -146,18 +149,15 @@ def test_stopping_a_stopped_service_answers_409_with_a_readable_reason(client: T
 
 @pytest.mark.parametrize(
     ("username", "role", "status"),
-    [("bob", None, 403), ("vera", "viewer", 403), ("otto", None, 404)],
+    [("bob", "member", 403), ("vera", "viewer", 403), ("otto", None, 404)],
     ids=["member-not-creator", "viewer", "outside-the-team"],
 )
 def test_a_caller_who_may_not_stop_a_service_sees_no_stop_button_and_is_refused(
     app: FastAPI, anon: TestClient, username: str, role: str | None, status: int
 ) -> None:
-    if username == "bob":  # the world's member, who created neither service
-        form = {"username": "bob", "password": PASSWORD, "csrf_token": csrf_of(anon.get("/login").text)}
-        assert anon.post("/login", data=form).status_code == 303
-        caller = anon
-    else:
-        caller = log_in_as(app, anon, username, role)
+    if username != "bob":  # bob is the world's member already; he created neither service
+        add_user(app, username, role)
+    caller = log_in(anon, username)
     pending = service_id(app, "hpsv2-large")
     assert stop_forms(caller.get("/services").text) == []
     response = stop(caller, pending)
@@ -166,5 +166,18 @@ def test_a_caller_who_may_not_stop_a_service_sees_no_stop_button_and_is_refused(
 
 
 def test_a_viewer_is_not_offered_the_new_service_form(app: FastAPI, anon: TestClient) -> None:
-    viewer = log_in_as(app, anon, "vera", "viewer")
+    add_user(app, "vera", "viewer")
+    viewer = log_in(anon, "vera")
     assert 'id="new-service"' not in viewer.get("/services").text
+
+
+def test_a_viewer_s_crafted_create_is_refused_with_its_reason_and_stores_nothing(
+    app: FastAPI, anon: TestClient
+) -> None:
+    add_user(app, "vera", "viewer")
+    viewer = log_in(anon, "vera")
+    before = service_count(app)
+    response = create(viewer)
+    assert response.status_code == 422
+    assert "role 'viewer' in team 'vision' cannot submit jobs" in html.unescape(response.text)
+    assert service_count(app) == before

@@ -60,7 +60,7 @@ def _page(
         "section": "services",
         **_body_context(session, caller, refusal),
         "form": {
-            "shown": caller.can_write and bool(teams),
+            "shown": (caller.can_write and bool(teams)) or bool(errors),  # a refused crafted post says why
             "open": bool(errors),
             "typed": values or NEW_SERVICE,
             "placed": placed,
