@@ -94,7 +94,9 @@ def audit(folder: Path, spec: dict[str, Any], executors: list[str]) -> dict[str,
     return result if isinstance(result, str) else json.loads(result.stdout[result.stdout.index("{") :])
 
 
-def advice(folder: Path, spec: dict[str, Any], executors: list[str], measured: dict[str, Any] | str) -> str:
+def advice(
+    folder: Path, spec: dict[str, Any], executors: list[str], measured: dict[str, Any] | str
+) -> dict[str, Any] | str:
     """The advisor's probe of the same spec, its prediction beside the bench's measurement (bench/advisor.py's
     table), or why it could not run."""
     if isinstance(measured, str):
@@ -105,7 +107,7 @@ def advice(folder: Path, spec: dict[str, Any], executors: list[str], measured: d
     if isinstance(result, str):
         return result
     report = ProbeReport.model_validate_json((out / "probe.json").read_text())
-    return advisor_markdown([combined([compared(path, report, measured)])])
+    return compared(path, report, measured)
 
 
 def accepted(spec: dict[str, Any], name: str) -> bool:
@@ -139,11 +141,17 @@ def run(small: bool) -> tuple[str, bool]:
             reports.append(bench(folder, fsdp, sharded, rounds))
             audits["2 ranks, FSDP"] = audit(folder, fsdp, sharded)
             reports.append(bench(folder, job(model, device, small, ranks=2), ["native", "digenrl"], rounds))
-    ran = all(isinstance(r, dict) for r in [*reports, *audits.values()]) and advised.startswith("|")
+    ran = all(isinstance(r, dict) for r in [*reports, *audits.values()]) and isinstance(advised, dict)
     return text(reports, advised, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
 
 
-def text(reports: list[dict[str, Any] | str], advised: str, audits: dict[str, Any], size: SD3Size, device: str) -> str:
+def text(
+    reports: list[dict[str, Any] | str],
+    advised: dict[str, Any] | str,
+    audits: dict[str, Any],
+    size: SD3Size,
+    device: str,
+) -> str:
     done = [r for r in reports if isinstance(r, dict)]
     failed = "".join(f"- {r}\n" for r in reports if isinstance(r, str))
     batching = "".join(
@@ -160,7 +168,7 @@ def text(reports: list[dict[str, Any] | str], advised: str, audits: dict[str, An
         + markdown(done)
         + ("\n\nFailed:\n\n" + failed if failed else "")
         + "\n\n## The advisor's prediction against the one-rank bench (make bench-advisor's table)\n\n"
-        + advised
+        + (advisor_markdown([combined([advised])]) if isinstance(advised, dict) else f"Not run: {advised}")
         + "\n\n## Gradient audit (fp32, deterministic kernels)\n\n"
         + audit_text
         + "\n"

@@ -30,6 +30,8 @@ job_bearer = HTTPBearer(scheme_name="JobToken", description="the per-job trainer
 
 JobId = Annotated[int, Path(ge=1, le=MAX_INT32, description="job id")]
 SampleId = Annotated[int, Path(ge=1, le=MAX_INT32, description="sample id")]
+ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")]
+ServiceId = Annotated[int, Path(ge=1, le=MAX_INT32, description="service id")]
 Bearer = HTTPAuthorizationCredentials | None
 UserCredentials = Annotated[Bearer, Depends(user_bearer)]
 JobCredentials = Annotated[Bearer, Depends(job_bearer)]

@@ -25,6 +25,18 @@ class PageProbe:
     page: object
     errors: list[str]
 
+    def drag_zoom(self, chart: str) -> None:
+        """Drag across the middle of ``chart``'s plot from 20 % to 50 % of its width, as a user zooms in."""
+        page = self.page
+        page.locator(chart).scroll_into_view_if_needed()  # type: ignore[attr-defined]
+        box = page.locator(f"{chart} .u-over").bounding_box()  # type: ignore[attr-defined]
+        assert box is not None
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] * 0.2, y)  # type: ignore[attr-defined]
+        page.mouse.down()  # type: ignore[attr-defined]
+        page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=5)  # type: ignore[attr-defined]
+        page.mouse.up()  # type: ignore[attr-defined]
+
     def shot(self, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]

@@ -74,14 +74,7 @@ def test_a_live_experiment_s_charts_gain_points_keeping_the_zoom_and_hidden_seri
     page.goto(f"{live.url}/experiments/{experiment_id}")
     chart = "#experiment-chart-1"
     page.wait_for_function(f"() => document.querySelector('{chart}').dataset.lastStep === '19'")
-    page.locator(chart).scroll_into_view_if_needed()
-    box = page.locator(f"{chart} .u-over").bounding_box()
-    assert box is not None
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.2, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=5)
-    page.mouse.up()
+    probe.drag_zoom(chart)
     assert page.get_attribute(chart, "data-zoomed") == "true"
     page.locator(f"{chart} .u-legend .u-series").nth(1).click()
     assert page.locator(f"{chart} .u-legend .u-series.u-off").count() == 1

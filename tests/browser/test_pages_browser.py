@@ -73,13 +73,7 @@ def test_job_chart_gains_points_without_reload(live: Live, probe: PageProbe) -> 
         session.commit()
     assert page.get_attribute("#chart-reward", "data-last-step") == "29"
     # The user zooms into steps ~5..15 and hides one series; live appends must keep both.
-    box = page.locator("#chart-reward .u-over").bounding_box()
-    assert box is not None
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.2, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=5)
-    page.mouse.up()
+    probe.drag_zoom("#chart-reward")
     assert page.get_attribute("#chart-reward", "data-zoomed") == "true"
     page.click("#chart-reward .u-legend .u-series:has-text('reward/brightness')")
     hidden = "#chart-reward .u-legend .u-series.u-off:has-text('reward/brightness')"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from server_harness import Harness, bearer
+from server_harness import Harness, Headers, bearer
 
 from server.config import Settings
 from server.services.auth import ensure_admin
@@ -40,3 +40,15 @@ def harness(settings: Settings) -> Iterator[Harness]:
             token = ensure_admin(session, settings)
         assert token is not None
         yield Harness(client, app.state.sessionmaker, settings, bearer(token))
+
+
+@pytest.fixture
+def lab(harness: Harness) -> Headers:
+    """The admin of team lab (lena); with `studio`, two teams that must not see each other's things."""
+    return harness.add_user("lena", "lab", "admin")
+
+
+@pytest.fixture
+def studio(harness: Harness) -> Headers:
+    """The admin of team studio (sam)."""
+    return harness.add_user("sam", "studio", "admin")

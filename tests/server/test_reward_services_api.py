@@ -22,16 +22,6 @@ def service_spec(name: str = "bright") -> dict[str, Any]:
     return {"name": "uses-service", "reward": [{"name": "service", "service": name, "weight": 2.0}]}
 
 
-@pytest.fixture
-def lab(harness: Harness) -> Headers:
-    return harness.add_user("lena", "lab", "admin")
-
-
-@pytest.fixture
-def studio(harness: Harness) -> Headers:
-    return harness.add_user("sam", "studio", "admin")
-
-
 def test_a_created_service_is_pending_in_its_team_and_audited(harness: Harness, lab: Headers) -> None:
     response = create(harness, lab)
     assert response.status_code == 201, response.text

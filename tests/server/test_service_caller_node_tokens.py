@@ -38,16 +38,6 @@ StartJob = Callable[[], RunningAttempt]
 
 
 @pytest.fixture
-def lab(harness: Harness) -> Headers:
-    return harness.add_user("lena", "lab", "admin")
-
-
-@pytest.fixture
-def studio(harness: Harness) -> Headers:
-    return harness.add_user("sam", "studio", "admin")
-
-
-@pytest.fixture
 def start_lab_job(
     harness: Harness, lab: Headers, factory: sessionmaker[Session], add_host, add_job, tmp_path: Path
 ) -> StartJob:

@@ -4,14 +4,13 @@ GET /api/v1/experiments/{id}/curves), the samples of every cell side by side, no
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Form, Path, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session
-from server.schemas.common import MAX_INT32
+from server.api.deps import ExperimentId, get_session
 from server.schemas.experiments import ExperimentDetail, NoteIn
 from server.services import pages
 from server.services.auth import Caller
@@ -25,7 +24,6 @@ from web.pages.page_write import page_write
 from web.pages.render import error_page, render, templates
 
 router = APIRouter()
-ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")]
 PAGE_SIZE = 50
 LIVE_STATES = ("queued", "running")
 # The overlaid charts: one metric each, every cell group's mean over its seeds with a min-max band.

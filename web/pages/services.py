@@ -5,16 +5,15 @@ the API refuses, with the same messages, each beside the field it names."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session, get_settings
+from server.api.deps import ServiceId, get_session, get_settings
 from server.config import Settings
-from server.schemas.common import MAX_INT32
 from server.schemas.services import ServiceCreate
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, ServiceError
@@ -28,7 +27,6 @@ from web.pages.render import render
 
 router = APIRouter()
 PAGE_SIZE = 100
-ServiceId = Annotated[int, Path(ge=1, le=MAX_INT32)]
 # The form's fields: ServiceCreate's. An error naming another (or none) is shown above them.
 FORM_FIELDS = tuple(ServiceCreate.model_fields)
 NEW_SERVICE = {"reward": "pickscore", "device_type": "cuda", "devices": "1"}
@@ -68,7 +66,7 @@ def _page(
             "rewards": servable_rewards(),
             "model_rewards": MODEL_REWARDS,
             "teams": teams,
-            "choose_team": len(caller.teams) > 1,
+            "choose_team": len(teams) > 1,
         },
     }
     return render(request, "services.html", context, status_code=status_code)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from server.api.deps import UserCredentials, run_as_caller
-from server.schemas.common import MAX_INT32, ErrorBody
+from server.api.deps import ExperimentId, UserCredentials, run_as_caller
+from server.schemas.common import ErrorBody
 from server.schemas.experiment_curves import ExperimentCurves
 from server.services.experiment_curves import experiment_curves
 
@@ -19,7 +19,7 @@ router = APIRouter(tags=["experiments"])
 )
 async def get_curves(
     request: Request,
-    experiment_id: Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")],
+    experiment_id: ExperimentId,
     credentials: UserCredentials,
     key: Annotated[str, Query(min_length=1, max_length=200, description="one metric key, e.g. reward/mean")],
     max_points: Annotated[int, Query(ge=10, le=100_000, description="most steps read per seed")] = 1000,

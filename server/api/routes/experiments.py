@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
-from server.api.deps import SessionDep, SettingsDep, UserCredentials, WriterDep, run_as_caller
-from server.schemas.common import MAX_INT32, ErrorBody
+from server.api.deps import ExperimentId, SessionDep, SettingsDep, UserCredentials, WriterDep, run_as_caller
+from server.schemas.common import ErrorBody
 from server.schemas.experiments import ExperimentCreate, ExperimentDetail, ExperimentPage, NoteIn, NoteOut
 from server.services import experiment_actions, experiment_reads, experiments
 from server.services.experiment_report import REPORT_TYPES, experiment_report
 
 router = APIRouter(tags=["experiments"])
-
-ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT32, description="experiment id")]
 
 
 @router.post(

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Query, status
 from pydantic import BaseModel
 
-from server.api.deps import CallerDep, SessionDep, SettingsDep, UserCredentials, WriterDep
-from server.schemas.common import MAX_INT32, ErrorBody
+from server.api.deps import CallerDep, ServiceId, SessionDep, SettingsDep, UserCredentials, WriterDep
+from server.schemas.common import ErrorBody
 from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
 from server.services import reward_services
 from server.services.node_tokens import node_token_key
 
 router = APIRouter(tags=["services"])
-
-ServiceId = Annotated[int, Path(ge=1, le=MAX_INT32, description="service id")]
 
 
 class CallerVerdict(BaseModel):
