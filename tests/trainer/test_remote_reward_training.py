@@ -18,6 +18,7 @@ from sfumato.cli.reward_server_process import RewardServer, reward_server, start
 from tests.trainer.conftest import REPO, read_metrics, tiny_spec, torchrun, write_spec
 
 EIGHT_BIT_ROUNDING = 1 / 510  # brightness of an image rounded to 8 bits moves by at most half a level
+STEPS = 8  # enough that the server is killed (after step 1 is logged) before the job's last step is scored
 
 
 def two_steps(reward: dict[str, Any], steps: int = 2) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def test_a_reward_server_restarted_within_the_retry_window_costs_no_step(
 ) -> None:
     port = str(free_port())
     server: RewardServer = start_reward_server("--reward", "brightness", "--port", port)
-    spec = two_steps({"name": "remote", "url": server.url, "retries": 8, "timeout_s": 5}, steps=3)
+    spec = two_steps({"name": "remote", "url": server.url, "retries": 8, "timeout_s": 5}, steps=STEPS)
     job = start_torchrun(tmp_path, sfumato_home, spec)
     try:
         wait_for_step(tmp_path / "out", 1, job)
@@ -96,7 +97,7 @@ def test_a_reward_server_restarted_within_the_retry_window_costs_no_step(
         server.kill()
     log = (tmp_path / "job.log").read_text()
     assert f"reward 'remote' at {server.url}: try 1/9 failed" in log  # the outage was met, and outlasted
-    assert [m["step"] for m in read_metrics(tmp_path / "out")] == [1, 2, 3]
+    assert [m["step"] for m in read_metrics(tmp_path / "out")] == list(range(1, STEPS + 1))
 
 
 @pytest.mark.slow
@@ -104,7 +105,7 @@ def test_a_reward_server_gone_for_good_fails_the_job_naming_the_reward(
     tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
 ) -> None:
     server = start_reward_server("--reward", "brightness")
-    spec = two_steps({"name": "remote", "url": server.url, "retries": 1, "timeout_s": 2}, steps=3)
+    spec = two_steps({"name": "remote", "url": server.url, "retries": 1, "timeout_s": 2}, steps=STEPS)
     job = start_torchrun(tmp_path, sfumato_home, spec)
     try:
         wait_for_step(tmp_path / "out", 1, job)
@@ -115,5 +116,6 @@ def test_a_reward_server_gone_for_good_fails_the_job_naming_the_reward(
     log = (tmp_path / "job.log").read_text()
     assert code != 0
     assert f"RemoteRewardError: reward 'remote' at {server.url}: gave up after 2 tries (retries=1)" in log
-    assert [m["step"] for m in read_metrics(tmp_path / "out")] == [1]
+    logged = [m["step"] for m in read_metrics(tmp_path / "out")]
+    assert logged == list(range(1, len(logged) + 1)) and len(logged) < STEPS  # the failed step is not logged
     assert json.loads((tmp_path / "spec.json").read_text())["reward"][0]["retries"] == 1
