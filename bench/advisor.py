@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO))
 
-from bench.executors import REGIMES  # noqa: E402
+from bench.executors import REGIMES, SINGLE  # noqa: E402
 from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.run import load_spec  # noqa: E402
 from trainer.spec.advice import advise  # noqa: E402
@@ -49,7 +49,10 @@ def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[s
     bench = trainer_command(devices, "bench", "--spec", str(spec_path), "--executors", names, "--rounds", "4")
     subprocess.run([*bench, "--json", str(bench_out)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, env=one_thread)
     report = ProbeReport.model_validate_json((probe_dir / "probe.json").read_text())
-    return compared(spec_path, report, json.loads(bench_out.read_text()))
+    result = compared(spec_path, report, json.loads(bench_out.read_text()))
+    if names != SINGLE:  # two runs of one shape, each with its own native, are told apart by what they ran
+        result["config"] += f" ({' + '.join(names.split(','))})"
+    return result
 
 
 def compared(spec_path: Path, report: ProbeReport, measured: dict[str, Any]) -> dict[str, Any]:
