@@ -25,6 +25,20 @@ class PageProbe:
     page: object
     errors: list[str]
 
+    def answer_dialogs(self, accept: bool) -> list[str]:
+        """Accept (or dismiss) every confirm() the page opens from now on; the list fills with their messages."""
+        asked: list[str] = []
+
+        def answer(dialog: object) -> None:
+            asked.append(dialog.message)  # type: ignore[attr-defined]
+            if accept:
+                dialog.accept()  # type: ignore[attr-defined]
+            else:
+                dialog.dismiss()  # type: ignore[attr-defined]
+
+        self.page.on("dialog", answer)  # type: ignore[attr-defined]
+        return asked
+
     def drag_zoom(self, chart: str) -> None:
         """Drag across the middle of ``chart``'s plot from 20 % to 50 % of its width, as a user zooms in."""
         page = self.page

@@ -130,13 +130,7 @@ def test_no_clickable_overlaps_no_sideways_overflow_and_every_button_is_what_its
 
 def test_removing_a_member_asks_first_and_dismissing_keeps_them(live: Live, probe: PageProbe) -> None:
     page = probe.page
-    asked: list[str] = []
-
-    def dismiss(dialog: object) -> None:
-        asked.append(dialog.message)  # type: ignore[attr-defined]
-        dialog.dismiss()  # type: ignore[attr-defined]
-
-    page.on("dialog", dismiss)
+    asked = probe.answer_dialogs(accept=False)
     page.goto(f"{live.url}/teams/1")
     page.click("tr:has-text('bob') button:has-text('Remove')")
     assert asked == ["Remove bob from team vision? They lose access to its jobs."]

@@ -158,13 +158,7 @@ def test_a_service_created_in_the_new_service_panel_is_listed_then_stopped_after
     live: Live, probe: PageProbe
 ) -> None:
     page = probe.page
-    asked: list[str] = []
-
-    def accept(dialog: object) -> None:
-        asked.append(dialog.message)  # type: ignore[attr-defined]
-        dialog.accept()  # type: ignore[attr-defined]
-
-    page.on("dialog", accept)
+    asked = probe.answer_dialogs(accept=True)
     page.goto(f"{live.url}/services")
     page.click("#new-service summary")
     page.fill("#f-name", "bright-browser")
@@ -181,7 +175,7 @@ def test_a_service_created_in_the_new_service_panel_is_listed_then_stopped_after
 
 def test_a_service_stop_that_comes_too_late_shows_why_in_the_table(live: Live, probe: PageProbe) -> None:
     page = probe.page
-    page.on("dialog", lambda dialog: dialog.accept())  # type: ignore[attr-defined]
+    probe.answer_dialogs(accept=True)
     with live.app.state.sessionmaker.begin() as session:
         stale = RewardService(
             name="stopped-elsewhere",
