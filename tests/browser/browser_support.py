@@ -51,6 +51,11 @@ class PageProbe:
         page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=5)  # type: ignore[attr-defined]
         page.mouse.up()  # type: ignore[attr-defined]
 
+    def toggle_series(self, chart: str, index: int) -> None:
+        """Click the legend label of ``chart``'s series ``index`` (0 is the x axis): uPlot listens on the label,
+        not on the whole row."""
+        self.page.locator(f"{chart} .u-legend .u-series").nth(index).locator(".u-label").click()  # type: ignore[attr-defined]
+
     def shot(self, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]

@@ -30,7 +30,7 @@ def test_creating_an_experiment_with_the_form_shows_the_cell_count_live_and_open
     page.locator("input[name=axis_values]").nth(1).fill("1, 2")
     expect(page.locator("#cell-count")).to_have_text("6")
     page.click("#add-axis")
-    page.locator("input[name=axis_path]").last.wait_for()
+    expect(page.locator("input[name=axis_path]")).to_have_count(4)  # 2 axes, the empty row, the one htmx appends
     page.locator("input[name=axis_path]").last.fill("algorithm.group_size")
     page.locator("input[name=axis_values]").last.fill("4, 8")
     expect(page.locator("#cell-count")).to_have_text("12")
@@ -76,7 +76,7 @@ def test_a_live_experiment_s_charts_gain_points_keeping_the_zoom_and_hidden_seri
     page.wait_for_function(f"() => document.querySelector('{chart}').dataset.lastStep === '19'")
     probe.drag_zoom(chart)
     assert page.get_attribute(chart, "data-zoomed") == "true"
-    page.locator(f"{chart} .u-legend .u-series").nth(1).locator(".u-label").click()  # uPlot toggles on the label
+    probe.toggle_series(chart, 1)
     expect(page.locator(f"{chart} .u-legend .u-series.u-off")).to_have_count(1)
 
     with live.app.state.sessionmaker() as session:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from browser_support import Live, PageProbe
 from page_fixtures import add_metrics, make_job
+from playwright.sync_api import expect
 from sqlalchemy import select
 
 from server.models import Job, LogLine, RewardService, User
@@ -75,9 +76,10 @@ def test_job_chart_gains_points_without_reload(live: Live, probe: PageProbe) -> 
     # The user zooms into steps ~5..15 and hides one series; live appends must keep both.
     probe.drag_zoom("#chart-reward")
     assert page.get_attribute("#chart-reward", "data-zoomed") == "true"
-    page.click("#chart-reward .u-legend .u-series:has-text('reward/brightness')")
+    labels = page.locator("#chart-reward .u-legend .u-series .u-label").all_inner_texts()
+    probe.toggle_series("#chart-reward", labels.index("reward/brightness"))
     hidden = "#chart-reward .u-legend .u-series.u-off:has-text('reward/brightness')"
-    assert page.locator(hidden).count() == 1
+    expect(page.locator(hidden)).to_have_count(1)
     # The chart grows to the new last step (44) while the page stays the same document.
     page.wait_for_function("() => document.querySelector('#chart-reward').dataset.lastStep === '44'", timeout=10000)
     assert page.evaluate("window.__notReloaded") is True

@@ -21,7 +21,7 @@ EIGHT_BIT_ROUNDING = 1 / 510  # brightness of an image rounded to 8 bits moves b
 STEPS = 8  # enough that the server is killed (after step 1 is logged) before the job's last step is scored
 
 
-def two_steps(reward: dict[str, Any], steps: int = 2) -> dict[str, Any]:
+def remote_spec(reward: dict[str, Any], steps: int = 2) -> dict[str, Any]:
     return tiny_spec(
         algorithm={"total_steps": steps, "sampling_steps": 4},
         resources={"devices": 2},
@@ -63,11 +63,11 @@ def test_a_job_scored_by_a_reward_server_has_the_rewards_of_the_local_run(
 ) -> None:
     (tmp_path / "local").mkdir()
     (tmp_path / "remote").mkdir()
-    local = torchrun(tmp_path / "local", sfumato_home, two_steps({"name": "brightness"}), "run", "--output-dir",
+    local = torchrun(tmp_path / "local", sfumato_home, remote_spec({"name": "brightness"}), "run", "--output-dir",
                      str(tmp_path / "local" / "out"))  # fmt: skip
     assert local.returncode == 0, local.stderr[-3000:]
     with reward_server("--reward", "brightness") as server:
-        remote = torchrun(tmp_path / "remote", sfumato_home, two_steps({"name": "remote", "url": server.url}), "run",
+        remote = torchrun(tmp_path / "remote", sfumato_home, remote_spec({"name": "remote", "url": server.url}), "run",
                           "--output-dir", str(tmp_path / "remote" / "out"))  # fmt: skip
         scored = server.metrics()["sfumato_reward_images_total"]
     assert remote.returncode == 0, remote.stderr[-3000:]
@@ -84,7 +84,7 @@ def test_a_reward_server_restarted_within_the_retry_window_costs_no_step(
 ) -> None:
     port = str(free_port())
     server: RewardServer = start_reward_server("--reward", "brightness", "--port", port)
-    spec = two_steps({"name": "remote", "url": server.url, "retries": 8, "timeout_s": 5}, steps=STEPS)
+    spec = remote_spec({"name": "remote", "url": server.url, "retries": 8, "timeout_s": 5}, steps=STEPS)
     job = start_torchrun(tmp_path, sfumato_home, spec)
     try:
         wait_for_step(tmp_path / "out", 1, job)
@@ -105,7 +105,7 @@ def test_a_reward_server_gone_for_good_fails_the_job_naming_the_reward(
     tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
 ) -> None:
     server = start_reward_server("--reward", "brightness")
-    spec = two_steps({"name": "remote", "url": server.url, "retries": 1, "timeout_s": 2}, steps=STEPS)
+    spec = remote_spec({"name": "remote", "url": server.url, "retries": 1, "timeout_s": 2}, steps=STEPS)
     job = start_torchrun(tmp_path, sfumato_home, spec)
     try:
         wait_for_step(tmp_path / "out", 1, job)
