@@ -23,12 +23,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[2]  # PYTHONPATH of the child: this checkout
 LISTENING = re.compile(r"listening on (http://\S+)")
+SERVICE_TOKEN_ENV = "SFUMATO_REWARD_SERVICE_TOKEN"  # the server's --token-env unless told otherwise
 
 
 @dataclass
 class RewardServer:
     proc: subprocess.Popen[str]
     url: str
+    service_token: str | None = None  # what /metrics asks for, when the server was given one
 
     def kill(self) -> None:
         """SIGKILL, as a crashed host would end it."""
@@ -38,7 +40,10 @@ class RewardServer:
 
     def metrics(self) -> dict[str, float]:
         """Every sample of GET /metrics by name with its labels, e.g. ``sfumato_reward_batch_size_count``."""
-        text = httpx.get(f"{self.url}/metrics", timeout=10).text
+        headers = {"Authorization": f"Bearer {self.service_token}"} if self.service_token else None
+        response = httpx.get(f"{self.url}/metrics", headers=headers, timeout=10)
+        response.raise_for_status()
+        text = response.text
         samples = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -65,7 +70,8 @@ def start_reward_server(*args: str, env: dict[str, str] | None = None, timeout_s
         seen.append(line)
         if found := LISTENING.search(line):
             threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep draining its output
-            return RewardServer(proc, found.group(1))
+            token_env = args[args.index("--token-env") + 1] if "--token-env" in args else SERVICE_TOKEN_ENV
+            return RewardServer(proc, found.group(1), environment.get(token_env) or None)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
     raise RuntimeError("the reward server did not start:\n" + "".join(seen)[-3000:])

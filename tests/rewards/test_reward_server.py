@@ -92,8 +92,6 @@ def test_a_body_over_the_cap_is_refused_with_413(brightness_server: RewardServer
 def test_a_server_with_a_service_token_refuses_callers_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
     with reward_server("--reward", "brightness", env={"SFUMATO_REWARD_SERVICE_TOKEN": "s3cret"}) as server:
         monkeypatch.delenv("SFUMATO_REWARD_TOKEN", raising=False)
-        monkeypatch.delenv("SFUMATO_JOB_TOKEN", raising=False)
-        monkeypatch.delenv("SFUMATO_NODE_TOKEN", raising=False)
         with pytest.raises(RemoteRewardError, match=rf"reward 'remote' at {server.url}: answered 401"):
             remote(server.url, retries=2)(images(1), PROMPTS[:1])
         monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "wrong")
@@ -107,13 +105,17 @@ def test_a_server_with_a_service_token_refuses_callers_without_it(monkeypatch: p
 
 
 class CallerCheck(BaseHTTPRequestHandler):
-    """The platform's GET /api/v1/services/{id}/caller as the reward server sees it: 200 for one job token."""
+    """The platform's GET /api/v1/services/{id}/caller as the reward server sees it: 200 for two reward tokens,
+    one vouched for a minute, the other for this request only (no max-age)."""
 
     asked = 0
 
     def do_GET(self) -> None:
         CallerCheck.asked += 1
-        self.send_response(200 if self.headers.get("Authorization") == "Bearer job-token-7" else 403)
+        token = self.headers.get("Authorization")
+        self.send_response(200 if token in ("Bearer reward-token-7", "Bearer reward-token-8") else 403)
+        if token == "Bearer reward-token-7":
+            self.send_header("Cache-Control", "private, max-age=60")
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -130,14 +132,45 @@ def test_a_server_with_an_auth_url_accepts_the_tokens_the_platform_accepts_and_r
     monkeypatch.delenv("SFUMATO_REWARD_TOKEN", raising=False)
     try:
         with reward_server("--reward", "brightness", "--auth-url", auth_url) as server:
-            monkeypatch.setenv("SFUMATO_JOB_TOKEN", "job-token-7")
+            monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "reward-token-7")
             accepted = remote(server.url, batch_size=1)
             accepted(images(1), PROMPTS[:1])
             accepted(images(2), PROMPTS[:2])  # two more requests on the remembered verdict
-            monkeypatch.setenv("SFUMATO_JOB_TOKEN", "another-teams-token")
+            monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "another-teams-token")
             with pytest.raises(RemoteRewardError, match="answered 401"):
                 remote(server.url)(images(1), PROMPTS[:1])
     finally:
         platform.shutdown()
         platform.server_close()
     assert CallerCheck.asked == 2  # the accepted token once (then remembered), the refused one once
+
+
+def test_a_verdict_without_a_max_age_holds_for_its_request_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    platform = ThreadingHTTPServer(("127.0.0.1", 0), CallerCheck)
+    threading.Thread(target=platform.serve_forever, daemon=True).start()
+    auth_url = f"http://127.0.0.1:{platform.server_address[1]}/api/v1/services/3/caller"
+    CallerCheck.asked = 0
+    monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "reward-token-8")
+    try:
+        with reward_server("--reward", "brightness", "--auth-url", auth_url) as server:
+            caller = remote(server.url)
+            for seed in range(3):
+                caller(images(1, seed), PROMPTS[:1])
+    finally:
+        platform.shutdown()
+        platform.server_close()
+    assert CallerCheck.asked == 3  # asked again for every request
+
+
+def test_metrics_answer_only_the_service_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    with reward_server("--reward", "brightness", env={"SFUMATO_REWARD_SERVICE_TOKEN": "s3cret"}) as server:
+        monkeypatch.setenv("SFUMATO_REWARD_TOKEN", "s3cret")
+        remote(server.url)(images(1), PROMPTS[:1])
+        refused = [
+            httpx.get(f"{server.url}/metrics", headers=headers, timeout=10).status_code
+            for headers in ({}, {"Authorization": "Bearer wrong"})
+        ]
+        scraped = server.metrics()  # with the service token, as the platform scrapes
+
+    assert refused == [401, 401]
+    assert scraped["sfumato_reward_images_total"] == 1

@@ -1,4 +1,4 @@
-"""The reward server's HTTP face: POST /v1/score, GET /healthz, GET /metrics (docs/rewards.md).
+"""The reward server's HTTP face: POST /v1/score, GET /healthz, GET /metrics (service token only) (docs/rewards.md).
 
 A request is checked before it costs the reward anything: the token, the body's size and how long it takes
 to arrive, the JSON's shape, every image. Errors answer ``{"error": ...}`` with a status that tells the
@@ -92,7 +92,11 @@ def create_app(reward_name: str, batcher: DynamicBatcher, auth: Authenticator, m
         return {"status": "ok", "reward": reward_name}
 
     @app.get(METRICS_PATH)
-    async def prometheus() -> Response:
+    async def prometheus(request: Request) -> Response:
+        """Only for the service token when the server asks for tokens at all: the figures are the platform's,
+        not its callers'."""
+        if auth.required and not auth.is_service(request.headers.get("authorization")):
+            return error(401, "the service token is needed (Authorization: Bearer <service token>)")
         return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.post(SCORE_PATH)
