@@ -1,6 +1,7 @@
 """``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``).
 
-Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field).
+Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field); 75 means a part
+of the platform stayed unreachable for the whole outage window (trainer/spec/exit_codes.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from trainer.platform_outage import PlatformOutage
 from trainer.spec import SpecError, spec_errors
+from trainer.spec.exit_codes import PLATFORM_OUTAGE_EXIT_CODE, PLATFORM_OUTAGE_PREFIX, SPEC_ERROR_EXIT_CODE
 
 PROBE_FILE = "probe.json"
 
@@ -51,11 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         run(args.spec, args.output_dir, args.resume)
     except SpecError as exc:  # found by the trainer itself (a reward model that does not load, a video size)
         print(f"spec error: {exc.field}: {exc.message}", file=sys.stderr)
-        return 2
+        return SPEC_ERROR_EXIT_CODE
     except ValidationError as exc:
         for error in spec_errors(exc):
             print(f"spec error: {error['field']}: {error['message']}", file=sys.stderr)
-        return 2
+        return SPEC_ERROR_EXIT_CODE
+    except PlatformOutage as exc:
+        print(f"{PLATFORM_OUTAGE_PREFIX}{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return PLATFORM_OUTAGE_EXIT_CODE
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.spec import JobSpec, json_schema, parse_spec, spec_errors
+from trainer.spec import JobSpec, json_schema, parse_spec, spec_errors, stored_spec
 
 
 def fields_of(data: dict, **kwargs: object) -> list[str]:
@@ -51,6 +51,8 @@ def test_importing_the_spec_does_not_import_torch() -> None:
         ({"reward": [{"name": "remote", "url": "http://rewards:8000", "timeout_s": 0}]}, "reward.0.timeout_s"),
         ({"reward": [{"name": "remote", "url": "http://rewards:8000", "path": "/tmp"}]}, "reward.0.path"),
         ({"reward": [{"name": "brightness", "retries": 2}]}, "reward.0.retries"),
+        ({"reward": [{"name": "remote", "url": "http://r:1", "outage_window_s": -1}]}, "reward.0.outage_window_s"),
+        ({"reward": [{"name": "brightness", "outage_window_s": 60}]}, "reward.0.outage_window_s"),
         ({"reward": [{"name": "brightness"}, {"name": "colorfulness", "url": "http://r:1"}]}, "reward.1.url"),
         ({"prompts": {"source": "builtin:nothing"}}, "prompts.source"),
         ({"resources": {"devices": 0}}, "resources.devices"),
@@ -65,7 +67,15 @@ def test_a_remote_reward_gets_its_defaults_and_other_rewards_none() -> None:
     spec = parse_spec({"reward": [{"name": "remote", "url": "http://rewards:8000/"}, {"name": "brightness"}]})
     remote, local = spec.reward
     assert (remote.url, remote.batch_size, remote.timeout_s, remote.retries) == ("http://rewards:8000", 16, 30.0, 3)
-    assert (local.url, local.batch_size, local.timeout_s, local.retries) == (None, None, None, None)
+    assert remote.outage_window_s == 300.0
+    assert (local.url, local.batch_size, local.timeout_s, local.retries, local.outage_window_s) == (None,) * 5
+
+
+def test_a_remote_reward_stored_before_the_outage_window_existed_still_loads_and_waits_the_default() -> None:
+    entry = {"name": "remote", "url": "http://rewards:8000", "batch_size": 16, "timeout_s": 30.0, "retries": 3}
+    spec = stored_spec(parse_spec({}).model_dump() | {"reward": [entry]})
+    assert spec is not None
+    assert (spec.reward[0].retries, spec.reward[0].outage_window_s) == (3, 300.0)
 
 
 def test_train_timesteps_error_says_what_is_allowed() -> None:

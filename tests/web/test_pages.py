@@ -138,6 +138,7 @@ def test_submit_creates_the_job_through_the_service(client: TestClient, app: Fas
         assert job is not None and job.status == "queued" and job.owner_id is not None
         assert job.spec["algorithm"]["total_steps"] == 7
         remote_and_service = {"url": None, "batch_size": None, "timeout_s": None, "retries": None, "service": None}
+        remote_and_service["outage_window_s"] = None
         assert job.spec["reward"] == [{"name": "colorfulness", "weight": 1.0, "path": None, **remote_and_service}]
 
 

@@ -3,9 +3,12 @@
 Large reward models (PickScore, VLM judges) run as servers of their own because the policy's devices have
 no room for them. The images go out as 8-bit PNG in requests of ``batch_size``, sent together; each request
 has ``timeout_s`` in all (connecting, sending, and reading the answer, so a server that trickles its answer
-cannot hold the step), and a failure that a retry may cure is retried ``retries`` times with exponential
-backoff. An answer that breaks the protocol is refused at once. Every error names the reward and its URL;
-once the retries are spent the step fails with it, never with a made-up score.
+cannot hold the step). A server that does not answer (unreachable, timed out, 502/503/504: restarting, or its
+caller check cannot reach the platform) is tried again with exponential backoff for up to ``outage_window_s``;
+past that the attempt ends as a platform outage (``RewardServerUnreachable``), which the platform retries from
+the checkpoint. A server that answers an error a retry may cure (408, 425, 429, 500) is tried ``retries``
+more times; an answer that breaks the protocol is refused at once. Every error names the reward and its URL,
+and the step fails with it, never with a made-up score.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import logging
 import os
 import random
 import threading
+import time
 
 import httpx
 import torch
 
+from trainer.platform_outage import PlatformOutage
 from trainer.rewards.image_codec import encode_png
 from trainer.spec import RewardSpec
 from trainer.spec.reward_protocol import (
@@ -30,11 +35,13 @@ from trainer.spec.reward_protocol import (
     parse_response,
 )
 
-RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # no answer from the reward itself: waited out like no connection
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500})  # the server answered; counted against ``retries``
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 8.0
-# Node 0 of a job holds the job token, each other node its node token; a token set for the reward wins.
-TOKEN_VARIABLES = ("SFUMATO_REWARD_TOKEN", "SFUMATO_JOB_TOKEN", "SFUMATO_NODE_TOKEN")
+# The only credential a remote reward sends: under the platform, the reward token the worker gave this node (it
+# scores at the job's team's services while the attempt runs, and does nothing else); never the job token.
+REWARD_TOKEN_VARIABLE = "SFUMATO_REWARD_TOKEN"
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +50,22 @@ class RemoteRewardError(RuntimeError):
     """The reward server could not score a batch; the message names the reward and its URL."""
 
 
+class RewardServerUnreachable(RemoteRewardError, PlatformOutage):
+    """The reward server gave no answer for the whole outage window: the platform's fault, not the job's."""
+
+
 class RetryableFailure(Exception):
-    """A failure another try may cure: no connection, a timeout, an overloaded or restarting server."""
+    """The server answered an error another try may cure: overloaded, or the reward failed on this batch."""
+
+
+class ServerUnavailable(Exception):
+    """The server answered that it cannot serve now (restarting, its caller check cannot reach the platform)."""
 
 
 def reward_token() -> str | None:
-    """The bearer token: SFUMATO_REWARD_TOKEN when set, else the job token (node 0) or the node token (the other
-    nodes of a multi-node job) the worker gave this trainer, else none."""
-    return next((os.environ[name] for name in TOKEN_VARIABLES if os.environ.get(name)), None)
+    """The bearer token: SFUMATO_REWARD_TOKEN when set, else none. The job token (SFUMATO_JOB_TOKEN) writes the
+    job's metrics, so it never goes to a URL the spec names."""
+    return os.environ.get(REWARD_TOKEN_VARIABLE) or None
 
 
 def backoff_seconds(attempt: int, jitter: random.Random) -> float:
@@ -73,11 +88,13 @@ class RemoteReward:
 
     def __init__(self, spec: RewardSpec) -> None:
         assert spec.url and spec.batch_size and spec.timeout_s is not None and spec.retries is not None
+        assert spec.outage_window_s is not None
         self.label = f"reward {spec.name!r} at {spec.url}"
         self.endpoint = spec.url + SCORE_PATH
         self.batch_size = spec.batch_size
         self.timeout_s = spec.timeout_s
         self.retries = spec.retries
+        self.outage_window_s = spec.outage_window_s
         self.sub_score_names: list[str] | None = None  # fixed by the first answer
         self.jitter = random.Random()
         # One event loop of its own, with one kept-alive client: no connection or TLS set-up per call.
@@ -118,23 +135,39 @@ class RemoteReward:
                 task.cancel()
 
     async def score_batch(self, client: httpx.AsyncClient, images: list[str], prompts: list[str]) -> ScoreResponse:
+        """One request, tried again while the server does not answer (up to the outage window) and while it
+        answers a retryable error (up to ``retries`` times)."""
         body = httpx.Request("POST", self.endpoint, json={"images": images, "prompts": prompts}).read()
-        attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
+        tries, answered_errors, first_failure = 0, 0, None
+        while True:
+            tries += 1
+            started = time.monotonic()
             try:
                 async with asyncio.timeout(self.timeout_s):
                     return await self.exchange(client, body, len(images))
             except TimeoutError:
-                problem = f"no complete answer within timeout_s={self.timeout_s:g}"
+                problem, outage = f"no complete answer within timeout_s={self.timeout_s:g}", True
             except httpx.TransportError as exc:
-                problem = f"cannot reach it ({type(exc).__name__}: {exc or 'no detail'})"
+                problem, outage = f"cannot reach it ({type(exc).__name__}: {exc or 'no detail'})", True
+            except ServerUnavailable as exc:
+                problem, outage = str(exc), True
             except RetryableFailure as exc:
-                problem = str(exc)
-            if attempt < attempts:
-                delay = backoff_seconds(attempt, self.jitter)
-                log.warning("%s: try %d/%d failed: %s; again in %.1f s", self.label, attempt, attempts, problem, delay)
-                await asyncio.sleep(delay)
-        raise RemoteRewardError(f"{self.label}: gave up after {attempts} tries (retries={self.retries}): {problem}")
+                problem, outage = str(exc), False
+                answered_errors += 1
+            now = time.monotonic()
+            first_failure = first_failure or started
+            delay = backoff_seconds(tries, self.jitter)
+            if not outage and answered_errors > self.retries:
+                raise RemoteRewardError(
+                    f"{self.label}: gave up after {tries} tries (retries={self.retries}): {problem}"
+                )
+            if outage and now - first_failure + delay > self.outage_window_s:
+                raise RewardServerUnreachable(
+                    f"{self.label}: no answer for {now - first_failure:.0f} s of outage_window_s="
+                    f"{self.outage_window_s:g} ({tries} tries): {problem}"
+                )
+            log.warning("%s: try %d failed: %s; again in %.1f s", self.label, tries, problem, delay)
+            await asyncio.sleep(delay)
 
     async def exchange(self, client: httpx.AsyncClient, body: bytes, count: int) -> ScoreResponse:
         """One request: the answer's scores, or an error (retryable or not)."""
@@ -148,6 +181,8 @@ class RemoteReward:
                         break
             if max(declared, len(received)) > MAX_RESPONSE_BYTES:
                 raise RemoteRewardError(f"{self.label}: refused an answer over {MAX_RESPONSE_BYTES} bytes")
+        if response.status_code in UNAVAILABLE_STATUS:
+            raise ServerUnavailable(f"answered {response.status_code}: {error_text(bytes(received))}")
         if response.status_code in RETRYABLE_STATUS:
             raise RetryableFailure(f"answered {response.status_code}: {error_text(bytes(received))}")
         if response.status_code != 200:

@@ -21,8 +21,10 @@ from trainer.spec.base import (
     known_rewards,
 )
 
-REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries")
-REMOTE_DEFAULTS = {"batch_size": 16, "timeout_s": 30.0, "retries": 3}
+REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries", "outage_window_s")
+# 300 s outlasts a reward service's worst restart by its supervisor (15 missed health checks of up to 3 s each,
+# a 30 s back-off, then the model's load) and an API restart; docs/rewards.md gives the reckoning.
+REMOTE_DEFAULTS = {"batch_size": 16, "timeout_s": 30.0, "retries": 3, "outage_window_s": 300.0}
 
 
 class RewardSpec(Section):
@@ -49,8 +51,16 @@ class RewardSpec(Section):
         None,
         ge=0,
         le=20,
-        description=f"remote: further tries of a failed request, with exponential backoff (default "
-        f"{REMOTE_DEFAULTS['retries']})",
+        description=f"remote: further tries of a request the server answered with an error a retry may cure "
+        f"(408, 425, 429, 500), with exponential backoff (default {REMOTE_DEFAULTS['retries']})",
+    )
+    outage_window_s: float | None = Field(
+        None,
+        ge=0,
+        le=86400,
+        description=f"remote: seconds the trainer keeps trying a server that does not answer (unreachable, timed "
+        f"out, 502/503/504) before the attempt ends as a platform outage and is retried from its checkpoint "
+        f"(default {REMOTE_DEFAULTS['outage_window_s']:g})",
     )
     service: str | None = Field(
         None,
