@@ -1,4 +1,4 @@
-"""The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server) and the
+"""The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server, keygen) and the
 client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, advise, token, hosts,
 experiment, service)."""
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, advise, experiments, jobs, processes, reward_server, services
+from sfumato.cli import account, advise, experiments, jobs, keygen, processes, reward_server, services
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -17,6 +17,7 @@ PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
     processes.worker,
     processes.scheduler,
     reward_server.reward_server,
+    keygen.keygen,
 )
 JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.submit,

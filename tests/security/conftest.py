@@ -16,6 +16,7 @@ from security_support import TwoTeams, serve, upload_sample
 from server_harness import Harness, png_bytes
 
 from server.config import Settings
+from server.secret_key import generate_key
 from server.services import auth
 
 
@@ -25,7 +26,7 @@ def settings(migrated_sqlite_url: str, tmp_path: Path) -> Settings:
         home=tmp_path / "home",
         database_url=migrated_sqlite_url,
         artifact_root=tmp_path / "artifacts",
-        secret_key="security-tests",
+        secret_key=generate_key(),
         max_body_bytes=200_000,
         max_image_bytes=100_000,
         max_image_pixels=256 * 256,

@@ -76,7 +76,7 @@ def csrf_of(html: str) -> str:
 
 def make_app(home: Path) -> FastAPI:
     """The real app (create_app) on the SQLite database and artifact folder under `home`."""
-    return create_app(Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}", secret_key="test-secret"))
+    return create_app(Settings(home=home, database_url=f"sqlite:///{home / 'sfumato.db'}"))
 
 
 @contextmanager
