@@ -6,6 +6,7 @@ so `import sfumato.cli` stays light.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -31,6 +32,15 @@ def reward_server(
     auth_url: Annotated[
         str | None, typer.Option(help="also accept tokens for which GET <auth-url> with them answers 200")
     ] = None,
+    outage_window_s: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            max=86400,
+            help="while <auth-url> cannot be asked, keep serving tokens it accepted within this many seconds "
+            "(default: a trainer's default reward.outage_window_s, 300)",
+        ),
+    ] = None,
 ) -> None:
     """Serve a reward to remote trainers, batching concurrent callers together."""
     if not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
@@ -38,6 +48,8 @@ def reward_server(
     from trainer.reward_server.serve import ServerOptions, serve
 
     options = ServerOptions(reward, path, host, port, device, max_batch, max_wait_ms, token_env, auth_url)
+    if outage_window_s is not None:
+        options = replace(options, outage_window_s=outage_window_s)
     try:
         serve(options)
     except (ValueError, OSError) as exc:

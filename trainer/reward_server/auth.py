@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from trainer.reward_server.verified_callers import OUTAGE_WINDOW_S, VerifiedCallers
+
 MAX_TRUST_S = 60.0  # the longest an acceptance is kept, whatever the platform's answer says
 REFUSED_CACHE_S = 5.0  # short: a token refused now may be one the platform has only just issued
 AUTH_TIMEOUT_S = 5.0
@@ -49,9 +51,12 @@ def bearer_token(authorization: str | None) -> str | None:
 
 
 class Authenticator:
-    def __init__(self, service_token: str | None, auth_url: str | None) -> None:
+    def __init__(
+        self, service_token: str | None, auth_url: str | None, outage_window_s: float = OUTAGE_WINDOW_S
+    ) -> None:
         self.service_token = service_token
         self.auth_url = auth_url
+        self.verified = VerifiedCallers(outage_window_s)  # honoured while the caller check cannot be asked
         self.verdicts: dict[str, tuple[bool, float]] = {}  # sha256(token) → (accepted, until)
 
     @property
@@ -78,7 +83,13 @@ class Authenticator:
         now = time.monotonic()
         if cached and cached[1] > now:
             return cached[0]
-        verdict = await self.ask_platform(token)
+        try:
+            verdict = await self.ask_platform(token)
+        except AuthUnavailable as exc:
+            if self.verified.honours(key, now, str(exc)):
+                return True
+            raise
+        self.verified.record(key, verdict.accepted, now)
         if len(self.verdicts) >= MAX_CACHED:
             live = {k: v for k, v in self.verdicts.items() if v[1] > now}
             self.verdicts = live if len(live) < MAX_CACHED else {}

@@ -18,6 +18,7 @@ from trainer.reward_server.auth import Authenticator
 from trainer.reward_server.batch_scorer import BatchScorer
 from trainer.reward_server.batcher import DynamicBatcher
 from trainer.reward_server.metrics import ServerMetrics
+from trainer.reward_server.verified_callers import OUTAGE_WINDOW_S
 from trainer.rewards.registry import make_reward
 from trainer.spec import REMOTE_REWARD
 
@@ -33,6 +34,7 @@ class ServerOptions:
     max_wait_ms: float = 10.0
     token_env: str = "SFUMATO_REWARD_SERVICE_TOKEN"
     auth_url: str | None = None
+    outage_window_s: float = OUTAGE_WINDOW_S
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -57,7 +59,7 @@ def serve(options: ServerOptions) -> None:
     scorer = BatchScorer(make_reward(options.reward, options.path, device), device)
     metrics = ServerMetrics()
     batcher = DynamicBatcher(scorer, options.max_batch, options.max_wait_ms / 1000, metrics.batch_size.observe)
-    auth = Authenticator(os.environ.get(options.token_env) or None, options.auth_url)
+    auth = Authenticator(os.environ.get(options.token_env) or None, options.auth_url, options.outage_window_s)
     app = create_app(options.reward, batcher, auth, metrics)
     sock = bind(options.host, options.port)
     print(f"listening on {bound_url(sock)}", flush=True)
