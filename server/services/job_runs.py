@@ -25,6 +25,7 @@ from server.services.retry_policy import retry_or_fail
 from server.services.service_rewards import trainer_spec
 from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
 from server.states import PLACED_STATES, JobKind
+from trainer.spec.exit_codes import PLATFORM_OUTAGE_EXIT_CODE, PLATFORM_OUTAGE_PREFIX
 
 # Base of the rendezvous port on a multi-node job's first host; the job id and the attempt pick one above it,
 # so a retry does not meet the port of its previous attempt, whose node 0 may still be stopping there.
@@ -266,6 +267,8 @@ def finish_run(
         retry_or_fail(session, job, f"worker on host {host_name} shut down")
     elif killed_by_sigkill(exit_code, log_tail):
         retry_or_fail(session, job, f"trainer on {where} was killed by SIGKILL (out of memory?)")
+    elif met_platform_outage(exit_code, log_tail):
+        retry_or_fail(session, job, f"trainer on {where} met a {outage_line(log_tail)}")
     else:
         if exit_code != 0 and stopped_for != STOP_PEER_FAILED:
             detail = trainer_traceback(log_tail) or "\n".join(log_tail[-ERROR_TAIL_LINES:])
@@ -294,19 +297,35 @@ def _nodes_still_running(session: Session, job_id: int, attempt: int) -> int:
     )
 
 
-def killed_by_sigkill(exit_code: int, log_tail: list[str]) -> bool:
-    """The trainer, or the first of its ranks to fail, died of SIGKILL: the kernel's OOM killer or the host,
-    not the trainer's own error, so the job is retried rather than failed."""
-    if exit_code in SIGKILL_EXIT_CODES:
-        return True
+def failed_rank_exit_code(log_tail: list[str]) -> int | None:
+    """The exit code of the first rank to fail, as torchrun reports it under its root-cause heading."""
     headings = [i for i, line in enumerate(log_tail) if line.strip() == ROOT_CAUSE_HEADING]
     if not headings:
-        return False
+        return None
     for line in log_tail[headings[-1] :]:
         name, _, value = line.strip().partition(":")
         if name.strip() == "exitcode":
-            return value.split()[:1] in (["-9"], ["137"])
-    return False
+            code = value.split()[:1]
+            return int(code[0]) if code and code[0].lstrip("-").isdigit() else None
+    return None
+
+
+def killed_by_sigkill(exit_code: int, log_tail: list[str]) -> bool:
+    """The trainer, or the first of its ranks to fail, died of SIGKILL: the kernel's OOM killer or the host,
+    not the trainer's own error, so the job is retried rather than failed."""
+    return exit_code in SIGKILL_EXIT_CODES or failed_rank_exit_code(log_tail) in SIGKILL_EXIT_CODES
+
+
+def met_platform_outage(exit_code: int, log_tail: list[str]) -> bool:
+    """The trainer, or the first of its ranks to fail, exited because a platform part (a reward service) stayed
+    unreachable for its whole outage window: an infrastructure failure, retried rather than failed."""
+    return PLATFORM_OUTAGE_EXIT_CODE in (exit_code, failed_rank_exit_code(log_tail))
+
+
+def outage_line(log_tail: list[str]) -> str:
+    """The trainer's own account of the outage (it names the reward and its URL), without a rank's prefix."""
+    found = [line[line.index(PLATFORM_OUTAGE_PREFIX) :] for line in log_tail if PLATFORM_OUTAGE_PREFIX in line]
+    return found[0].strip() if found else f"platform outage (exit code {PLATFORM_OUTAGE_EXIT_CODE})"
 
 
 def trainer_traceback(log_tail: list[str]) -> str | None:
