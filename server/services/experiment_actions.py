@@ -7,8 +7,11 @@ the team, a member their own, a server admin any. Notes: any member or admin of 
 
 from __future__ import annotations
 
+from collections import Counter
+
 from sqlalchemy.orm import Session
 
+from server.config import Settings
 from server.models import ACTIVE_STATES, ExperimentNote, JobStatus, utcnow
 from server.schemas.experiments import ExperimentDetail, NoteIn, NoteOut
 from server.services import audit
@@ -18,6 +21,7 @@ from server.services.experiment_reads import cell_jobs, experiment_detail, note_
 from server.services.job_status import set_status
 from server.services.jobs import lock_job, requeue_job
 from server.services.scoping import SUBMIT_ROLES, ensure_writer, team_role
+from server.services.submission_limits import check_queue_room
 
 
 def _ensure_can_change(caller: Caller, team_id: int | None, created_by_id: int | None) -> None:
@@ -57,21 +61,21 @@ def cancel_experiment(session: Session, caller: Caller, experiment_id: int) -> E
     return experiment_detail(session, caller, experiment_id)
 
 
-def retry_experiment(session: Session, caller: Caller, experiment_id: int) -> ExperimentDetail:
-    """The failed cells back to the queue (the succeeded and cancelled ones stay); 409 when none failed."""
+def retry_experiment(session: Session, caller: Caller, experiment_id: int, settings: Settings) -> ExperimentDetail:
+    """The failed cells back to the queue (the succeeded and cancelled ones stay), all of them if the queue has
+    room for all (429 naming the limit otherwise, as for creating the experiment); 409 when none failed."""
     experiment = visible_experiment(session, caller, experiment_id)
     _ensure_can_change(caller, experiment.team_id, experiment.created_by_id)
     failed = [job.id for job in cell_jobs(session, experiment.id) if job.status == JobStatus.FAILED]
-    retried = 0
-    for job_id in failed:
-        job = lock_job(session, job_id)
-        if job.status == JobStatus.FAILED:
-            requeue_job(session, caller, job)
-            retried += 1
+    retried = [job for job in (lock_job(session, job_id) for job_id in failed) if job.status == JobStatus.FAILED]
     if not retried:
         session.rollback()
         raise Conflict(f"experiment {experiment_id} has no failed cell to retry")
-    detail = f"experiment {experiment.id} {experiment.name!r}: {retried} failed cells"
+    for (owner_id, team_id), count in Counter((job.owner_id, job.team_id) for job in retried).items():
+        check_queue_room(session, owner_id, team_id, settings, count)
+    for job in retried:
+        requeue_job(session, caller, job)
+    detail = f"experiment {experiment.id} {experiment.name!r}: {len(retried)} failed cells"
     audit.record(session, "experiment.retry", caller, team_id=experiment.team_id, detail=detail)
     session.commit()
     return experiment_detail(session, caller, experiment_id)

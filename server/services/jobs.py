@@ -134,13 +134,15 @@ def cancel_job(session: Session, caller: Caller, job_id: int) -> tuple[JobDetail
     return job_detail(session, caller, job_id), immediate
 
 
-def retry_job(session: Session, caller: Caller, job_id: int) -> JobDetail:
-    """A finished job goes back to the queue; the scheduler starts it as the next attempt."""
+def retry_job(session: Session, caller: Caller, job_id: int, settings: Settings) -> JobDetail:
+    """A finished job goes back to the queue, if it has room (429 as for submit); the scheduler starts it as
+    the next attempt."""
     ensure_can_act(caller, get_visible_job(session, caller, job_id))
     job = lock_job(session, job_id)
     if job.status not in TERMINAL_STATES:
         session.rollback()
         raise Conflict(f"job {job_id} is {job.status}; only succeeded, failed or cancelled jobs can be retried")
+    check_queue_room(session, job.owner_id, job.team_id, settings)
     requeue_job(session, caller, job)
     session.commit()
     return job_detail(session, caller, job_id)

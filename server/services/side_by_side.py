@@ -14,9 +14,11 @@ from server.services.auth import Caller
 from server.services.capacity import check_capacity
 from server.services.compare import MAX_JOBS
 from server.services.errors import FieldErrors
-from server.services.jobs import submit_job, validate_spec
+from server.services.jobs import add_jobs, validate_spec
 from server.services.scoping import team_for_submission
-from trainer.spec import EXECUTOR_OPTIONS
+from server.services.service_rewards import check_service_rewards
+from server.services.submission_limits import check_queue_room
+from trainer.spec import EXECUTOR_OPTIONS, JobSpec
 
 # digenrl needs its two pools in `resources`: a spec written for another executor has none.
 SIDE_BY_SIDE_EXECUTORS = tuple(name for name in EXECUTOR_OPTIONS if name != "digenrl")
@@ -34,7 +36,8 @@ def side_by_side_spec(spec: dict[str, Any], executor: str) -> dict[str, Any]:
 def run_side_by_side(
     session: Session, caller: Caller, job: Job, team: str | None, executors: Sequence[str], settings: Settings
 ) -> list[int]:
-    """Submit one exclusive job per executor, or none: every spec is checked before the first is stored."""
+    """Submit one exclusive job per executor, or none: every spec, and the queue's room for all of them (429
+    naming the limit), is checked before they are stored together."""
     chosen = list(dict.fromkeys(executors))
     unknown = [e for e in chosen if e not in SIDE_BY_SIDE_EXECUTORS]
     if unknown or not chosen:
@@ -44,15 +47,20 @@ def run_side_by_side(
         )
     if len(chosen) > MAX_JOBS:
         raise FieldErrors.one("executor", f"at most {MAX_JOBS} executors")
-    specs = [side_by_side_spec(job.spec, executor) for executor in chosen]
+    member = team_for_submission(caller, team)
+    specs: list[JobSpec] = []
     errors: list[dict[str, str]] = []
-    for executor, data in zip(chosen, specs, strict=True):
+    for executor in chosen:
         try:
-            spec = validate_spec(data, settings)
-            team_for_submission(caller, team)
+            spec = validate_spec(side_by_side_spec(job.spec, executor), settings)
+            check_service_rewards(session, spec, member.team_id, member.team_name)
             check_capacity(session, spec)
+            specs.append(spec)
         except FieldErrors as exc:
             errors += [{"field": e["field"], "message": f"{executor}: {e['message']}"} for e in exc.detail]
     if errors:
         raise FieldErrors(errors)
-    return [submit_job(session, caller, data, settings, team).id for data in specs]
+    check_queue_room(session, caller.user_id, member.team_id, settings, len(specs))
+    jobs = add_jobs(session, caller, specs, member.team_id, [{} for _ in specs])
+    session.commit()
+    return [added.id for added in jobs]

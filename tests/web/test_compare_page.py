@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from page_fixtures import World, csrf_of
 from sqlalchemy import func, select
 
-from server.models import Allocation, Device, Job, utcnow
+from server.models import Allocation, Device, Job, User, utcnow
 
 
 def _url(ids: list[int]) -> str:
@@ -68,6 +68,24 @@ def test_run_side_by_side_with_an_unknown_executor_stores_nothing(
         f"/jobs/{world.running.id}/side-by-side", data={"csrf_token": csrf_of(page), "executor": ["native", "warp"]}
     )
     assert response.status_code == 422 and "not &#39;warp&#39;" in response.text
+    with app.state.sessionmaker() as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == before
+
+
+def test_run_side_by_side_beyond_the_queue_limit_is_429_naming_it_and_stores_nothing(
+    client: TestClient, world: World, app: FastAPI
+) -> None:
+    with app.state.sessionmaker() as session:
+        before = session.scalar(select(func.count()).select_from(Job))
+        ada = session.scalar(select(User.id).where(User.username == "ada"))
+        queued = session.scalar(select(func.count()).where(Job.status == "queued", Job.owner_id == ada))
+    app.state.settings.max_queued_per_user = queued + 1  # room for one of the two
+    page = client.get(f"/jobs/{world.running.id}").text
+    response = client.post(
+        f"/jobs/{world.running.id}/side-by-side",
+        data={"csrf_token": csrf_of(page), "executor": ["native", "lean_retain"]},
+    )
+    assert response.status_code == 429 and "SFUMATO_MAX_QUEUED_PER_USER" in response.text
     with app.state.sessionmaker() as session:
         assert session.scalar(select(func.count()).select_from(Job)) == before
 

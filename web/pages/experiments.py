@@ -4,13 +4,15 @@ GET /api/v1/experiments/{id}/curves), the samples of every cell side by side, no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import ExperimentId, get_session
+from server.api.deps import ExperimentId, get_session, get_settings
+from server.config import Settings
 from server.schemas.experiments import ExperimentDetail, NoteIn
 from server.services import pages
 from server.services.auth import Caller
@@ -137,9 +139,11 @@ def experiment_gallery(
     return render(request, "partials/experiment_gallery.html", context)
 
 
-def _act(request: Request, experiment_id: ExperimentId, caller: Caller, session: Session, action: str) -> Response:
+def _act(
+    request: Request, experiment_id: ExperimentId, caller: Caller, action: str, change: Callable[[], object]
+) -> Response:
     def write() -> str:
-        (cancel_experiment if action == "cancel" else retry_experiment)(session, caller, experiment_id)
+        change()
         return f"/experiments/{experiment_id}"
 
     subject = f"experiment #{experiment_id}"
@@ -153,7 +157,7 @@ def cancel(
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> Response:
-    return _act(request, experiment_id, caller, session, "cancel")
+    return _act(request, experiment_id, caller, "cancel", lambda: cancel_experiment(session, caller, experiment_id))
 
 
 @router.post("/experiments/{experiment_id}/retry", dependencies=[Depends(require_csrf)])
@@ -162,8 +166,11 @@ def retry(
     experiment_id: ExperimentId,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
 ) -> Response:
-    return _act(request, experiment_id, caller, session, "retry")
+    return _act(
+        request, experiment_id, caller, "retry", lambda: retry_experiment(session, caller, experiment_id, settings)
+    )
 
 
 @router.post("/experiments/{experiment_id}/notes", dependencies=[Depends(require_csrf)])

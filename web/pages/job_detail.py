@@ -5,13 +5,15 @@ page's session cookie: the same series, schema and limits as any other client.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import JobId, get_session
+from server.api.deps import JobId, get_session, get_settings
+from server.config import Settings
 from server.schemas.jobs import JobDetail
 from server.services import pages
 from server.services.advice import prediction_for_job
@@ -24,7 +26,6 @@ from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
-from server.services.remote_reward_warning import stored_remote_reward_warnings
 from server.states import TERMINAL_STATES
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.page_write import page_write
@@ -90,12 +91,6 @@ def _hub_warning(session: Session, job: JobDetail) -> str | None:
     return hub_model_warning(session, str(job.spec.get("model", {}).get("path", "")), job.device_type)
 
 
-def _reward_warnings(request: Request, job: JobDetail) -> list[str]:
-    """Until the job starts: whether each remote reward's server answers its health check."""
-    probe = request.app.state.settings.remote_reward_probe
-    return stored_remote_reward_warnings(job.spec, probe) if job.status == "queued" else []
-
-
 def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -> HTMLResponse:
     job = _visible_detail(session, caller, job_id)
     lines = pages.log_tail(session, job.id)
@@ -111,7 +106,6 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         artifacts=list_artifacts(session, job.id).items,
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
-        reward_warnings=_reward_warnings(request, job),
         prediction=prediction_for_job(session, caller, job.id),
     )
     return render(request, "job.html", context)
@@ -153,9 +147,9 @@ def _job_logs(session: Session, caller: Caller, request: Request, job_id: int, a
     return render(request, "partials/log_lines.html", context)
 
 
-def _act(request: Request, job_id: int, caller: Caller, session: Session, action: str) -> Response:
+def _act(request: Request, job_id: int, caller: Caller, action: str, change: Callable[[], object]) -> Response:
     def write() -> str:
-        (cancel_job if action == "cancel" else retry_job)(session, caller, job_id)
+        change()
         return f"/jobs/{job_id}"
 
     return page_write(request, caller, f"job #{job_id}", f"Cannot {action} job #{job_id}", write)
@@ -165,11 +159,15 @@ def _act(request: Request, job_id: int, caller: Caller, session: Session, action
 def cancel(
     request: Request, job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
 ) -> Response:
-    return _act(request, job_id, caller, session, "cancel")
+    return _act(request, job_id, caller, "cancel", lambda: cancel_job(session, caller, job_id))
 
 
 @router.post("/jobs/{job_id}/retry", dependencies=[Depends(require_csrf)])
 def retry(
-    request: Request, job_id: JobId, caller: Caller = Depends(page_caller), session: Session = Depends(get_session)
+    request: Request,
+    job_id: JobId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
 ) -> Response:
-    return _act(request, job_id, caller, session, "retry")
+    return _act(request, job_id, caller, "retry", lambda: retry_job(session, caller, job_id, settings))

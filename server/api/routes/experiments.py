@@ -101,11 +101,17 @@ def cancel_experiment(experiment_id: ExperimentId, session: SessionDep, caller: 
 @router.post(
     "/experiments/{experiment_id}/retry",
     response_model=ExperimentDetail,
-    responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody, "description": "no failed cell"}},
+    responses={
+        404: {"model": ErrorBody},
+        409: {"model": ErrorBody, "description": "no failed cell"},
+        429: {"model": ErrorBody, "description": "the failed cells do not fit the queue limits"},
+    },
 )
-def retry_experiment(experiment_id: ExperimentId, session: SessionDep, caller: WriterDep) -> ExperimentDetail:
+def retry_experiment(
+    experiment_id: ExperimentId, session: SessionDep, settings: SettingsDep, caller: WriterDep
+) -> ExperimentDetail:
     """The failed cells run again; the others are left as they are."""
-    return experiment_actions.retry_experiment(session, caller, experiment_id)
+    return experiment_actions.retry_experiment(session, caller, experiment_id, settings)
 
 
 @router.get("/experiments/{experiment_id}/notes", response_model=list[NoteOut], responses={404: {"model": ErrorBody}})

@@ -77,6 +77,10 @@ def cancel_job(job_id: JobId, session: SessionDep, caller: WriterDep, response: 
     return detail
 
 
-@router.post("/jobs/{job_id}/retry", response_model=JobDetail, responses={409: {"model": ErrorBody}})
-def retry_job(job_id: JobId, session: SessionDep, caller: WriterDep) -> JobDetail:
-    return jobs.retry_job(session, caller, job_id)
+@router.post(
+    "/jobs/{job_id}/retry",
+    response_model=JobDetail,
+    responses={409: {"model": ErrorBody}, 429: {"model": ErrorBody, "description": "the queue limit is reached"}},
+)
+def retry_job(job_id: JobId, session: SessionDep, settings: SettingsDep, caller: WriterDep) -> JobDetail:
+    return jobs.retry_job(session, caller, job_id, settings)
