@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import TERMINAL_STATES, Advice, Device, Host, HostStatus, Job, JobStatus, utcnow
+from server.models import TERMINAL_STATES, Advice, Device, Host, HostStatus, Job, JobStatus, Team, utcnow
 from server.schemas.advice import AdviceOut, AdviseRequest, PredictionCheck
 from server.schemas.jobs import JobDetail
 from server.services import throughput
@@ -25,6 +25,7 @@ from server.services.compare import MEMORY_KEY
 from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.jobs import submit_job, validate_spec
 from server.services.metric_figures import key_figures
+from server.services.scoping import scope_jobs
 from server.states import AdviceState, JobKind
 from trainer.spec import SpecError, stored_spec, with_executor
 from trainer.spec.advice import Advice as AdviceAnswer
@@ -121,9 +122,11 @@ def state_of(advice: Advice, job: Job | None) -> tuple[str, str | None]:
     return AdviceState.FAILED, f"probe job {job.id} {job.status}" + (f": {reason}" if reason else "")
 
 
-def checks(session: Session, advice: Advice, result: AdviceAnswer | None) -> list[PredictionCheck]:
-    """Each job submitted from the advice: predicted against measured samples/s and peak memory."""
-    jobs = list(session.scalars(select(Job).where(Job.advice_id == advice.id, Job.kind == JobKind.TRAIN)))
+def checks(session: Session, caller: Caller, advice: Advice, result: AdviceAnswer | None) -> list[PredictionCheck]:
+    """Each job submitted from the advice that the caller may see: predicted against measured samples/s and peak
+    memory."""
+    submitted = select(Job).where(Job.advice_id == advice.id, Job.kind == JobKind.TRAIN).order_by(Job.id)
+    jobs = list(session.scalars(scope_jobs(submitted, caller)))
     speeds = throughput.samples_per_s(session, [job.id for job in jobs])
     rows = {row.executor: row for row in result.executors} if result else {}
     out = []
@@ -163,7 +166,7 @@ def advice_detail(session: Session, caller: Caller, advice_id: int) -> AdviceOut
         answered_at=advice.answered_at,
         error=error,
         answer=result,
-        submitted=checks(session, advice, result),
+        submitted=checks(session, caller, advice, result),
     )
 
 
@@ -181,11 +184,26 @@ def store_probe(session: Session, job: Job, report: ProbeReport) -> None:
     session.commit()
 
 
+def advice_team(session: Session, advice: Advice, team: str | None) -> str:
+    """The team a job from the advice goes to: the advice's own, which asked for it; `team`, when given, must
+    name it (422 naming `team` otherwise, as for an advice whose team is gone)."""
+    own = session.get(Team, advice.team_id) if advice.team_id is not None else None
+    if own is None:
+        raise FieldErrors.one("team", f"advice {advice.id} belongs to no team any more; advise again in a team")
+    if team is not None and team != own.name:
+        raise FieldErrors.one(
+            "team", f"advice {advice.id} was asked for team {own.name!r}; its jobs go there, not to {team!r}"
+        )
+    return own.name
+
+
 def submit_from_advice(
     session: Session, caller: Caller, advice_id: int, executor: str, settings: Settings, team: str | None = None
 ) -> JobDetail:
-    """Submit the advice's spec with ``executor`` (one of the answer's predicted rows); the job links the advice."""
+    """Submit the advice's spec with ``executor`` (one of the answer's predicted rows) into the advice's team (the
+    caller must be allowed to submit there); the job links the advice."""
     advice = visible_advice(session, caller, advice_id)
+    team = advice_team(session, advice, team)
     result = answer(advice)
     if result is None:
         raise Conflict(f"advice {advice_id} has no answer yet ({state_of(advice, probe_job(session, advice.id))[0]})")
@@ -208,5 +226,8 @@ def prediction_for_job(session: Session, caller: Caller, job_id: int) -> Predict
     job = session.get(Job, job_id)
     if job is None or job.advice_id is None or job.kind != JobKind.TRAIN:
         return None
-    advice = visible_advice(session, caller, job.advice_id)
-    return next((c for c in checks(session, advice, answer(advice)) if c.job_id == job_id), None)
+    try:
+        advice = visible_advice(session, caller, job.advice_id)
+    except NotFound:  # the job's page is the job's team's; an advice the reader cannot see adds nothing to it
+        return None
+    return next((c for c in checks(session, caller, advice, answer(advice)) if c.job_id == job_id), None)

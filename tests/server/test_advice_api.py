@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from server_harness import Harness
+from server_harness import Harness, Headers
 
 from server.models import Job
 from tests.spec.advice_fixture import GIB, REPORT, SPEC_DATA
@@ -121,3 +121,55 @@ def test_a_probe_report_for_a_training_job_is_409(harness: Harness) -> None:
     token = harness.start_job(job_id)
     response = harness.client.post(f"/api/v1/ingest/{job_id}/probe", json=REPORT.model_dump(mode="json"), headers=token)
     assert response.status_code == 409
+
+
+def _answered_in(harness: Harness, headers: Headers, team: str) -> int:
+    """An answered advice asked by `headers` for `team`."""
+    harness.add_host("cpu-box", device_type="cpu", count=2)
+    created = harness.client.post("/api/v1/advise", json={"spec": SPEC_DATA}, headers=headers, params={"team": team})
+    assert created.status_code == 202, created.text
+    token = harness.start_job(created.json()["probe_job_id"])
+    body = REPORT.model_dump(mode="json")
+    sent = harness.client.post(f"/api/v1/ingest/{created.json()['probe_job_id']}/probe", json=body, headers=token)
+    assert sent.status_code == 204, sent.text
+    return int(created.json()["id"])
+
+
+def _submit_from(harness: Harness, advice_id: int, headers: Headers, **params: str) -> Any:
+    url = f"/api/v1/advice/{advice_id}/submit"
+    return harness.client.post(url, json={"executor": "native"}, headers=headers, params=params)
+
+
+def test_a_job_from_an_advice_is_never_submitted_into_another_team(harness: Harness) -> None:
+    both = harness.add_user("lena", "lab")
+    harness.add_user("sam", "studio")
+    harness.join("lena", "studio")
+    advice_id = _answered_in(harness, both, "lab")
+    refused = _submit_from(harness, advice_id, both, team="studio")
+    assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "team"
+    assert harness.job_count() == 1  # the probe
+
+
+def test_a_job_from_an_advice_goes_to_the_advice_s_team_when_no_team_is_named(harness: Harness) -> None:
+    both = harness.add_user("lena", "lab")
+    harness.add_user("sam", "studio")
+    harness.join("lena", "studio")
+    advice_id = _answered_in(harness, both, "lab")
+    response = _submit_from(harness, advice_id, both)
+    assert response.status_code == 201, response.text
+    assert response.json()["team"] == "lab"
+
+
+def test_the_submitted_list_names_only_the_jobs_the_reader_may_see(harness: Harness) -> None:
+    both = harness.add_user("lena", "lab")
+    studio = harness.add_user("sam", "studio")
+    lab_viewer = harness.add_user("vic", "lab", "viewer")
+    harness.join("lena", "studio")
+    advice_id = _answered_in(harness, both, "lab")
+    seen = _submit_from(harness, advice_id, both).json()["id"]
+    hidden = harness.submit_ok({**SPEC_DATA, "name": "studio's own"}, studio)
+    with harness.session() as session:  # a studio job linked to lab's advice, as the old server let one be made
+        session.get_one(Job, hidden).advice_id = advice_id
+        session.commit()
+    answer = harness.client.get(f"/api/v1/advice/{advice_id}", headers=lab_viewer).json()
+    assert [check["job_id"] for check in answer["submitted"]] == [seen]
