@@ -20,6 +20,7 @@ the perturbation, so the first ratio is still 1.
 from __future__ import annotations
 
 import copy
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from trainer.distributed import Distributed
+from trainer.executors.gradient_cosine import gradient_cosine
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.job import GradientHook, Replay, Scores, TrainingJob
 from trainer.layout import step_batch
@@ -65,11 +67,6 @@ def deterministic() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
-def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    """In [-1, 1]: rounding can push the raw quotient a hair past 1."""
-    return max(-1.0, min(1.0, float(torch.nn.functional.cosine_similarity(a, b, dim=0))))
-
-
 def compare(candidate: Capture, reference: Capture, names: list[str]) -> dict[str, Any]:
     g, n = candidate.gradient.double(), reference.gradient.double()
     norm = float(n.norm())
@@ -82,17 +79,21 @@ def compare(candidate: Capture, reference: Capture, names: list[str]) -> dict[st
     return {
         "bitwise_equal": bool(torch.equal(candidate.gradient, reference.gradient)),
         "rel_l2": float((g - n).norm()) / norm if norm else float((g - n).norm()),
-        "cosine": cosine(g, n),
+        "cosine": gradient_cosine(g, n),
         "max_abs_diff": float((g - n).abs().max()),
         "grad_norm": float(g.norm()),
         "native_grad_norm": norm,
         "worst_tensors": [{"name": name, "rel_l2": rel} for rel, name in per_tensor[:WORST_TENSORS]],
         "update_rel_l2": float((du - dn).norm() / dn.norm()) if float(dn.norm()) else 0.0,
-        "update_cosine": cosine(du, dn),
+        "update_cosine": gradient_cosine(du, dn),
     }
 
 
 def verdict(options: ExecutorOptions, result: dict[str, Any]) -> str:
+    """pass/fail against the class bound, warn/report for class A; a NaN or infinite figure fails whatever
+    the class (a NaN compares false with every bound, and would otherwise read as a pass or a report)."""
+    if not all_finite(result):
+        return "fail"
     if result["class"] == "E0":
         return "pass" if result["bitwise_equal"] else "fail"
     if result["class"] == "E1":
@@ -101,6 +102,15 @@ def verdict(options: ExecutorOptions, result: dict[str, Any]) -> str:
     if warn is not None and result["cosine"] < warn:
         return "warn"
     return "report"
+
+
+def all_finite(value: object) -> bool:
+    """Every number in ``value`` (nested in dicts and lists) is finite."""
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(all_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 class AuditSession:

@@ -31,7 +31,7 @@ def test_a_probe_step_logs_each_routed_group_s_cosine_and_leaves_the_update_unch
 
     assert not any(key.startswith("executor/probe_cosine") for key in probed[0])
     cosines = [probed[1]["executor/probe_cosine/g0"], probed[1]["executor/probe_cosine/g1"]]
-    assert all(-1.0 <= cosine < 1.0 for cosine in cosines)
+    assert all(cosine >= 1 - 1e-9 for cosine in cosines)  # W = 2: both steps are endpoints, the aggregate is exact
     for key in ("loss", "grad_norm", "reward/mean"):
         assert [m[key] for m in probed] == [m[key] for m in plain], key
 

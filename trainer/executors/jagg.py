@@ -22,6 +22,7 @@ import torch
 
 from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
+from trainer.executors.gradient_cosine import gradient_cosine
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
@@ -97,11 +98,11 @@ class JaggExecutor(Executor):
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
 
     def warn_below(self, step: int, cosines: list[float]) -> None:
-        """A line in the job log for each routed group whose probe cosine is under ``cosine_warn``."""
+        """A line in the job log for each routed group whose probe cosine is under ``cosine_warn``, or NaN."""
         if self.cosine_warn is None or not self.job.dist.is_main:
             return
         for k, cosine in enumerate(cosines):
-            if cosine < self.cosine_warn:
+            if not cosine >= self.cosine_warn:  # NaN too
                 print(f"jagg: step {step} routed group {k} cosine {cosine:.3f} is below cosine_warn {self.cosine_warn}")
 
     def joint_backward(
@@ -194,7 +195,7 @@ class JaggExecutor(Executor):
         filled = [g if g is not None else torch.zeros_like(p) for g, p in zip(approx, params, strict=True)]
         a = torch.cat([e.reshape(-1) for e in exact]).double()
         b = torch.cat([g.reshape(-1) for g in filled]).double()
-        return max(-1.0, min(1.0, float(torch.nn.functional.cosine_similarity(a, b, dim=0))))
+        return gradient_cosine(a, b)
 
     def audit_extra(self) -> dict[str, object]:
         return {"routed_groups": len(self.group_cosines), "group_cosines": self.group_cosines}
