@@ -239,10 +239,22 @@ def remove_folder(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def live_metric_steps(cluster: Cluster, job_id: int, key: str = "reward/mean") -> list[int]:
-    with cluster.platform.client() as http:
-        series = http.get(f"/api/v1/jobs/{job_id}/metrics", params={"keys": key}).json()["series"]
-    return list(series[0]["steps"])
+TRAINING_KEYS = frozenset({"reward/mean", "loss", "kl", "grad_norm", "time/step"})  # logged every step
+
+
+def steps_off_per_key(database_url: str, job_id: int, total_steps: int) -> dict[str, list[int]]:
+    """Every metric key whose live steps are not 1..total_steps once each, with its live steps (a doubled step
+    listed twice); empty when every key the run logged is whole. A run that logged no training keys at all is
+    reported as such, so an empty store never passes."""
+    live: dict[str, list[int]] = {}
+    for key, step, _attempt, superseded in stored_points(database_url, job_id):
+        if not superseded:
+            live.setdefault(key, []).append(step)
+    expected = list(range(1, total_steps + 1))
+    off = {key: sorted(steps) for key, steps in live.items() if sorted(steps) != expected}
+    for key in TRAINING_KEYS - live.keys():
+        off[key] = []
+    return off
 
 
 def stored_points(database_url: str, job_id: int) -> list[tuple[str, int, int, bool]]:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from fault_harness import Cluster, OwnPostgres, live_metric_steps, tiny_spec
+from fault_harness import Cluster, OwnPostgres, steps_off_per_key, tiny_spec
 from sqlalchemy import create_engine, text
 
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
@@ -32,7 +32,7 @@ def test_every_job_ends_after_a_database_restart(
     for job_id in jobs:
         done = cluster.wait_done(job_id, timeout=150)
         assert done["status"] == "succeeded", f"job {job_id}: {done['error']}\n{cluster.output()}"
-        assert live_metric_steps(cluster, job_id) == list(range(1, TOTAL_STEPS + 1))
+        assert steps_off_per_key(own_postgres.url, job_id, TOTAL_STEPS) == {}
     engine = create_engine(own_postgres.url)
     with engine.connect() as conn:
         unfinished = conn.execute(text("SELECT count(*) FROM jobs WHERE status IN ('queued','scheduled','running')"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fault_harness import Cluster, live_metric_steps, tiny_spec
+from fault_harness import Cluster, steps_off_per_key, tiny_spec
 
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
@@ -45,4 +45,4 @@ def test_a_two_node_job_runs_across_two_hosts_and_a_lost_node_retries_it_as_a_wh
         lines = http.get(f"/api/v1/jobs/{job_id}/logs").json()["lines"]
     assert {line["node_rank"] for line in lines if line["attempt"] == 2} == {0, 1}
     assert any("2 rank(s)" in line["text"] for line in lines)
-    assert live_metric_steps(cluster, job_id) == list(range(1, TOTAL_STEPS + 1))
+    assert steps_off_per_key(postgres_url, job_id, TOTAL_STEPS) == {}

@@ -1,0 +1,120 @@
+"""Outages of the platform's own parts do not fail the jobs that score through a reward service: its server killed
+with SIGKILL and restarted by the worker's supervisor, or the API restarted while the job scores, and every metric
+key of the run still has each step exactly once. A reward server gone for good ends each attempt as an
+infrastructure failure, retried as for a lost host, and the job fails naming the reward once attempts are used."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fault_harness import Cluster, steps_off_per_key, tiny_spec
+from platform_harness import free_port
+
+pytestmark = pytest.mark.slow  # real server, scheduler, worker, reward server and trainers
+
+TOTAL_STEPS = 12
+# A short trust in the caller check's yes, so that the API's outage soon meets a reward server that must ask it.
+SETTINGS = {"SFUMATO_CALLER_TRUST_SECONDS": "1", "SFUMATO_ALLOW_PRIVATE_URLS": "1"}
+SERVICE_REWARD = {"name": "service", "service": "bright", "batch_size": 4, "timeout_s": 10, "outage_window_s": 120}
+HONOURING = "honouring callers it accepted"  # the reward server's line when the caller check stops answering
+
+
+def start_service(cluster: Cluster) -> dict[str, Any]:
+    """A `brightness` reward service on one of the host's CPU slots; returns it once healthy."""
+    with cluster.platform.client() as http:
+        created = http.post(
+            "/api/v1/services", json={"name": "bright", "reward": "brightness", "devices": 1, "device_type": "cpu"}
+        )
+        assert created.status_code == 201, created.text
+        service_id = created.json()["id"]
+    return dict(cluster.wait_for("the service to be healthy", lambda: healthy_service(cluster, service_id)))
+
+
+def healthy_service(cluster: Cluster, service_id: int) -> dict[str, Any] | None:
+    with cluster.platform.client() as http:
+        service = http.get(f"/api/v1/services/{service_id}").json()
+    return service if service["state"] == "healthy" else None
+
+
+def job_logs(cluster: Cluster, job_id: int) -> list[str]:
+    with cluster.platform.client() as http:
+        return [line["text"] for line in http.get(f"/api/v1/jobs/{job_id}/logs").json()["lines"]]
+
+
+def service_log(cluster: Cluster, service_id: int) -> str:
+    """What the service's reward servers printed, every generation (the worker writes it under the artifacts)."""
+    folder = Path(cluster.platform.env["SFUMATO_HOME"]) / "artifacts" / "services" / str(service_id) / "logs"
+    return "".join(path.read_text(errors="replace") for path in sorted(folder.glob("*.log")))
+
+
+def assert_succeeded_with_every_step_once(cluster: Cluster, postgres_url: str, job_id: int) -> None:
+    done = cluster.wait_done(job_id, timeout=240)
+    assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
+    assert done["attempt"] == 1  # waited out, not retried
+    assert steps_off_per_key(postgres_url, job_id, TOTAL_STEPS) == {}  # no key lost or doubled a step
+
+
+def test_a_reward_server_killed_mid_job_is_restarted_and_the_job_succeeds_with_every_step_once(
+    start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
+):
+    cluster = start_cluster(postgres_url, redis_url, {"alpha": 2}, **SETTINGS)
+    service = start_service(cluster)
+    job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
+    cluster.wait_for("the first scored step", lambda: cluster.job(job_id)["step"] >= 1, timeout=120)
+
+    [server] = cluster.platform.processes("reward-server", f"/api/v1/services/{service['id']}/caller")
+    server.send_signal(signal.SIGKILL)
+    restarted = cluster.wait_for(
+        "the supervisor to restart the server",
+        lambda: (s := healthy_service(cluster, service["id"])) and s["restarts"] == 1 and s,
+        timeout=120,
+    )
+
+    assert_succeeded_with_every_step_once(cluster, postgres_url, job_id)
+    assert restarted["url"] == service["url"]
+    assert any("reward 'remote' at" in line and "try 1 failed" in line for line in job_logs(cluster, job_id))
+
+
+def test_an_api_restart_while_a_job_scores_through_a_service_does_not_fail_it(
+    start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
+):
+    cluster = start_cluster(postgres_url, redis_url, {"alpha": 2}, **SETTINGS)
+    service = start_service(cluster)
+    job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
+    cluster.wait_for("the first scored step", lambda: cluster.job(job_id)["step"] >= 1, timeout=120)
+
+    cluster.stop("server")
+    cluster.wait_for(
+        "the reward server to serve the job while the API is down",
+        lambda: HONOURING in service_log(cluster, service["id"]),
+        timeout=120,
+    )
+    cluster.start_server()
+
+    assert_succeeded_with_every_step_once(cluster, postgres_url, job_id)
+    assert "the platform's caller check answers again" in service_log(cluster, service["id"])
+
+
+def test_a_reward_server_gone_for_good_retries_the_job_from_its_checkpoint_then_fails_it_naming_the_reward(
+    start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
+):
+    cluster = start_cluster(postgres_url, redis_url, {"alpha": 1}, **SETTINGS)
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there, now or later
+    reward = {"name": "remote", "url": url, "timeout_s": 2, "outage_window_s": 2}
+    job_id = cluster.submit(tiny_spec(3, samples={"count": 0}, reward=[reward], retry={"max_attempts": 2}))
+
+    done = cluster.wait_done(job_id, timeout=240)
+    assert done["status"] == "failed" and done["attempt"] == 2
+    queued = [e["message"] for e in done["events"] if e["status"] == "queued"]
+    assert any(
+        "met a platform outage: RewardServerUnreachable: reward 'remote' at " + url in message
+        and message.endswith("; retrying (1 of 2 attempts used)")
+        for message in queued
+    ), queued
+    assert done["error"].startswith("trainer on ")
+    assert f"met a platform outage: RewardServerUnreachable: reward 'remote' at {url}: no answer for" in done["error"]
+    assert done["error"].endswith("; no attempts left (2 of 2 used)")
