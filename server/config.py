@@ -54,9 +54,15 @@ class Settings(BaseSettings):
     max_metric_points: int = 100_000
     # Cells (jobs) one experiment may expand into (422 beyond).
     max_experiment_cells: int = 64
-    # Whether a submitted remote reward's URL is probed (GET /healthz, 1.5 s) for the unreachable-server warning;
-    # off where the server must not open connections to addresses a user names.
+    # Whether a submitted remote reward's URL is probed (GET /healthz, by the scheduler process, after the job is
+    # stored) for the job's reachable/unreachable answer; off where the platform must not call what users name.
     remote_reward_probe: bool = True
+    # Whether reward URLs (and every URL the platform calls) may name loopback or private addresses. Off by
+    # default; `sfumato up` (the embedded platform) turns it on. trainer/spec/destinations.py has the rule.
+    allow_private_urls: bool = False
+    # The folder a spec's relative local paths (prompts.source, model.path, reward paths) are resolved against at
+    # submit; unset: the state folder (home). The absolute path is what is stored and what the trainer reads.
+    data_root: Path | None = None
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
 
@@ -76,6 +82,9 @@ class Settings(BaseSettings):
 
     def resolved_artifact_root(self) -> Path:
         return (self.artifact_root or self.home / "artifacts").resolve()
+
+    def resolved_data_root(self) -> Path:
+        return (self.data_root or self.home).resolve()
 
     def resolved_path_roots(self) -> list[str]:
         """SFUMATO_PATH_ROOTS, or by default `<home>/models`, plus the repository's examples/ on the embedded

@@ -146,3 +146,11 @@ class AdviceState(StrEnum):
     PROBING = "probing"
     ANSWERED = "answered"
     FAILED = "failed"
+
+
+class Reachability(StrEnum):
+    """The answer a remote reward's probe gives: the same two words whatever stopped an unreachable one."""
+
+    PENDING = "pending"
+    REACHABLE = "reachable"
+    UNREACHABLE = "unreachable"

@@ -7,6 +7,7 @@ from server.models.base import Base, utcnow
 from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
 from server.models.job import Artifact, Job, JobEvent
+from server.models.reward_probe import RewardProbe
 from server.models.service import RewardService
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
 from server.states import (
@@ -60,6 +61,7 @@ __all__ = [
     "Membership",
     "MetricAttempt",
     "MetricBlock",
+    "RewardProbe",
     "RewardService",
     "Sample",
     "ServiceState",

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from server.schemas.common import ReadModel, UtcDatetime
+from server.states import Reachability
 
 
 class JobEventOut(ReadModel):
@@ -58,6 +59,14 @@ class JobSummary(ReadModel):
     finished_at: UtcDatetime | None
 
 
+class RewardReachability(BaseModel):
+    field: str = Field(description="the remote reward's URL field, e.g. 'reward.1.url'")
+    state: Reachability = Field(
+        description="'pending' until the platform has asked GET <url>/healthz once, after the job was stored; then "
+        "'reachable' (it answered 200) or 'unreachable' (anything else, whatever the reason)"
+    )
+
+
 class JobDetail(JobSummary):
     spec: dict[str, Any]
     events: list[JobEventOut]
@@ -65,7 +74,11 @@ class JobDetail(JobSummary):
     warnings: list[str] = Field(
         default_factory=list,
         description="on submission: what may stop the job although the spec is valid (a hub model while every "
-        "worker that could run it is offline; a remote reward whose server does not answer its health check)",
+        "worker that could run it is offline)",
+    )
+    reward_reachability: list[RewardReachability] = Field(
+        default_factory=list,
+        description="whether each remote reward's server answered its health check (SFUMATO_REMOTE_REWARD_PROBE)",
     )
 
 

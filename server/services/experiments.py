@@ -25,6 +25,7 @@ from server.services.errors import FieldErrors
 from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
 from server.services.experiment_reads import experiment_detail
 from server.services.jobs import add_jobs, validate_spec
+from server.services.reward_reachability import queue_reward_probes
 from server.services.scoping import team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room
@@ -143,13 +144,14 @@ def create_experiment(
     )
     session.add(experiment)
     session.flush()
-    add_jobs(  # job ids follow the queue order: the scheduler takes equal priorities by id
+    jobs = add_jobs(  # job ids follow the queue order: the scheduler takes equal priorities by id
         session,
         caller,
         [specs[index] for index in order],
         team.team_id,
         [{"experiment_id": experiment.id, "experiment_cell": cells[index].values} for index in order],
     )
+    queue_reward_probes(session, jobs, settings)
     detail = f"experiment {experiment.id} {experiment.name!r}: {len(cells)} cells" + (", fair timing" if fair else "")
     audit.record(session, "experiment.create", caller, team_id=team.team_id, detail=detail)
     session.commit()

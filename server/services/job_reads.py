@@ -19,6 +19,7 @@ from server.models import JOB_STATES, Job
 from server.schemas.jobs import JobDetail, JobPage, JobSummary
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
+from server.services.reward_reachability import job_reward_reachability
 from server.services.root_cause import root_cause
 from server.services.scoping import VISIBLE_JOB, visibility
 from server.services.sql_text import column_types, rows_as_dicts, select_text
@@ -146,4 +147,5 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job["events"] = rows_as_dicts(session.execute(_EVENTS, {"job_id": job_id}))
     job["samples_per_s"] = samples_per_s(session, [job_id])[job_id]
     job["root_cause"] = root_cause(job["error"])
+    job["reward_reachability"] = job_reward_reachability(session, job_id)
     return JobDetail.model_validate(job)

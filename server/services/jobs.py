@@ -18,7 +18,7 @@ from server.services.errors import Conflict, FieldErrors
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.job_status import record_submitted, set_status
-from server.services.remote_reward_warning import remote_reward_warnings
+from server.services.reward_reachability import queue_reward_probes
 from server.services.scoping import ensure_can_act, get_visible_job, team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room, check_spec_size
@@ -30,7 +30,12 @@ def validate_spec(data: Any, settings: Settings) -> JobSpec:
     """trainer.spec's verdict, as 422 field errors (`algorithm.group_size`, ...)."""
     check_spec_size(data, settings)
     try:
-        return parse_spec(data, path_roots=settings.resolved_path_roots())
+        return parse_spec(
+            data,
+            path_roots=settings.resolved_path_roots(),
+            base_dir=str(settings.resolved_data_root()),
+            allow_private_urls=settings.allow_private_urls,
+        )
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
         raise FieldErrors(spec_errors(exc)) from exc
 
@@ -53,12 +58,12 @@ def submit_job(
     check_capacity(session, spec)
     check_queue_room(session, caller.user_id, team.team_id, settings)
     job = add_job(session, caller, spec, team.team_id, kind=kind, advice_id=advice_id)
+    queue_reward_probes(session, [job], settings)
     session.commit()
     detail = job_detail(session, caller, job.id)
     warning = hub_model_warning(session, spec.model.path, spec.resources.device_type)
     if warning:
         detail.warnings.append(warning)
-    detail.warnings.extend(remote_reward_warnings(spec.reward, settings.remote_reward_probe))
     return detail
 
 

@@ -177,6 +177,7 @@ def scheduler() -> None:
     from server.config import get_settings
     from server.db import get_sessionmaker
     from server.services.placement_pass import NodeTask
+    from server.services.reward_reachability import run_reward_prober
     from server.services.scheduler import RUN_JOB_TASK, run_scheduler
     from server.services.scheduler_wakeup import SchedulerWakeup
     from server.services.service_placement import RUN_SERVICE_TASK, ServiceTask
@@ -196,6 +197,10 @@ def scheduler() -> None:
         name = RUN_SERVICE_TASK if isinstance(task, ServiceTask) else RUN_JOB_TASK
         celery_app.send_task(name, kwargs=task.task_kwargs(), queue=task.queue)
 
+    if settings.remote_reward_probe:  # the submit's remote reward probes, answered beside the passes
+        threading.Thread(
+            target=run_reward_prober, args=(get_sessionmaker(), settings, stop), name="reward-prober", daemon=True
+        ).start()
     run_scheduler(
         get_sessionmaker(),
         dispatch,
@@ -242,11 +247,14 @@ def up(
 ) -> None:
     """The whole platform in the foreground: server, scheduler and one worker. Ctrl-C stops it all."""
     from server.config import get_settings
+    from trainer.spec.destinations import PRIVATE_URLS_SETTING
     from worker.supervisor import terminate_with_parent
 
     # The children inherit these: one absolute state folder, and the URL trainers report to.
     os.environ["SFUMATO_HOME"] = str(get_settings().home.resolve())
     os.environ.setdefault("SFUMATO_PUBLIC_URL", _public_url(host, port))
+    # Reward servers of the embedded platform run on this machine: its loopback and LAN are allowed here only.
+    os.environ.setdefault(PRIVATE_URLS_SETTING, "true")
     get_settings.cache_clear()
     settings = get_settings()
 

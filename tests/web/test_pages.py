@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
 
 import pytest
 from fastapi import FastAPI
@@ -14,6 +15,7 @@ from sqlalchemy import func, select, update
 
 from server.api.page_session import COOKIE
 from server.models import Host, Job, LogLine, Sample
+from server.services.reward_reachability import answer_pending_probes
 
 PAGES = ["/jobs", "/jobs/rows", "/submit", "/submit?mode=json", "/submit?preset=tiny-native", "/hosts", "/compare"]
 
@@ -326,9 +328,11 @@ def test_a_running_job_s_header_refreshes_with_the_charts_and_counts_its_eval_st
     assert f'<a href="/jobs/{world.running.id}/gallery">6 eval steps</a>' in header
 
 
-def test_a_remote_reward_whose_server_does_not_answer_is_warned_about_on_the_queued_job_s_page(
+def test_a_remote_reward_whose_server_does_not_answer_reads_unreachable_on_the_job_s_page_once_probed(
     client: TestClient,
 ) -> None:
+    settings = client.app.state.settings  # type: ignore[attr-defined]
+    settings.allow_private_urls = True  # the embedded platform's rule: a reward server on this machine
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
@@ -337,5 +341,7 @@ def test_a_remote_reward_whose_server_does_not_answer_is_warned_about_on_the_que
     form["resources.device_type"] = "cuda"
     response = client.post("/submit", data=form)
     assert response.status_code == 303, response.text
+    assert "reward.0.url: checking whether the reward server answers" in client.get(response.headers["location"]).text
+    answer_pending_probes(client.app.state.sessionmaker, settings, threading.Event())  # type: ignore[attr-defined]
     page = client.get(response.headers["location"]).text
-    assert 'id="reward-warning-0"' in page and f"reward.0.url &#39;{url}&#39; does not answer" in page
+    assert 'id="reward-reachability-0"' in page and "reward.0.url: unreachable." in page

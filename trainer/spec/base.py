@@ -76,8 +76,16 @@ def is_stored(info: ValidationInfo) -> bool:
     return bool((info.context or {}).get("stored"))
 
 
+def allows_private_urls(info: ValidationInfo) -> bool:
+    """Whether a URL may name a loopback or private destination: the platform says so at submit
+    (SFUMATO_ALLOW_PRIVATE_URLS); the trainer, reading what the platform gave it, allows it."""
+    return bool((info.context or {}).get("allow_private_urls", True))
+
+
 def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
-    """A path must exist and, when roots are configured, lie inside one of them."""
+    """A path must exist and, when roots are configured, lie inside one of them. A relative (or `~`) path is
+    resolved once, against the context's `base_dir` (the platform's data root at submit, the spec's folder for a
+    spec file), and returned absolute: the path checked is the path stored and read."""
     if is_stored(info):
         return value
     path = Path(value).expanduser()
@@ -91,7 +99,7 @@ def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
         raise ValueError(f"{field} {value!r} is outside the allowed roots ({allowed})")
     if not resolved.exists():
         raise ValueError(f"{field} {value!r} does not exist")
-    return value
+    return value if Path(value).is_absolute() else str(resolved)
 
 
 def known_rewards() -> set[str]:

@@ -188,9 +188,18 @@ def retained_graph_bound(spec: JobSpec) -> int:
     return local * trained
 
 
-def parse_spec(data: Any, *, path_roots: list[str] | None = None, base_dir: str | None = None) -> JobSpec:
-    """Validate raw spec data; raises pydantic.ValidationError naming the field."""
-    return JobSpec.model_validate(data, context={"path_roots": path_roots, "base_dir": base_dir})
+def parse_spec(
+    data: Any,
+    *,
+    path_roots: list[str] | None = None,
+    base_dir: str | None = None,
+    allow_private_urls: bool = True,
+) -> JobSpec:
+    """Validate raw spec data; raises pydantic.ValidationError naming the field. Relative local paths are
+    resolved against ``base_dir`` and come back absolute; ``allow_private_urls`` False refuses loopback and
+    private reward URLs (trainer.spec.destinations)."""
+    context = {"path_roots": path_roots, "base_dir": base_dir, "allow_private_urls": allow_private_urls}
+    return JobSpec.model_validate(data, context=context)
 
 
 def stored_spec(data: Any) -> JobSpec | None:

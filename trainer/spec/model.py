@@ -94,10 +94,11 @@ class ModelSpec(Section):
         if value.startswith("builtin:"):
             allowed = f"{BUILTIN_MODEL_PATH!r}, {BUILTIN_SHAPES_PATH!r}"
             raise ValueError(f"unknown built-in model {value!r}; allowed: {allowed}")
-        if not names_hub_model(value):
-            check_local_path(value, "model path", info)
-            _check_pipeline_family(value, info)
-        return value
+        if names_hub_model(value):
+            return value
+        checked = check_local_path(value, "model path", info)
+        _check_pipeline_family(checked, info)
+        return checked
 
     @model_validator(mode="after")
     def _whole(self) -> ModelSpec:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -16,10 +17,12 @@ from trainer.spec.base import (
     Section,
     SpecError,
     SpecProblems,
+    allows_private_urls,
     check_local_path,
     is_stored,
     known_rewards,
 )
+from trainer.spec.destinations import RefusedDestination, check_host
 
 REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries", "outage_window_s")
 # 300 s outlasts a reward service's worst restart by its supervisor (15 missed health checks of up to 3 s each,
@@ -35,7 +38,10 @@ class RewardSpec(Section):
     weight: float = 1.0
     path: str | None = Field(None, description="local weights directory (model-based rewards)")
     url: str | None = Field(
-        None, max_length=2048, description="remote: the reward server's base URL, http(s)://host:port (docs/rewards.md)"
+        None,
+        max_length=2048,
+        description="remote: the reward server's base URL, http(s)://host:port (docs/rewards.md); loopback and "
+        "private hosts only where the platform allows them (docs/security.md)",
     )
     batch_size: int | None = Field(
         None, ge=1, le=1024, description=f"remote: images per request (default {REMOTE_DEFAULTS['batch_size']})"
@@ -87,8 +93,8 @@ class RewardSpec(Section):
 
     @field_validator("url")
     @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return None if value is None else check_reward_url(value)
+    def _http_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_reward_url(value, allows_private_urls(info))
 
     @model_validator(mode="after")
     def _options_fit_the_reward(self) -> RewardSpec:
@@ -122,23 +128,39 @@ class RewardSpec(Section):
         return self
 
 
-def check_reward_url(value: str) -> str:
-    """An http(s) URL with a host and no credentials in it (the token travels in a header, never in logs)."""
-    parts = urlsplit(value)
+def check_reward_url(value: str, allow_private: bool) -> str:
+    """An http(s) URL with a host, no credentials in it (the token travels in a header, never in logs), and a
+    destination the platform may call (trainer.spec.destinations). The string returned is the one checked: a
+    character that urlsplit would drop or a client would refuse (control characters, whitespace) is refused."""
+    if any(char.isspace() or unicodedata.category(char) == "Cc" for char in value):
+        raise ValueError("control characters and whitespace are not allowed in a URL")
+    url = value.rstrip("/")
+    parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{value!r} is not an http:// or https:// URL with a host")
+    if not parts.hostname.isascii():
+        raise ValueError("write an international host name in its ASCII (xn--) form")
     if parts.username or parts.password:
         raise ValueError("put no credentials in the URL; the trainer sends SFUMATO_REWARD_TOKEN as a bearer token")
     if parts.query or parts.fragment:
         raise ValueError("give the server's base URL, without a query or fragment")
-    return value.rstrip("/")
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not 0..65535)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} has no valid port: {exc}") from None
+    try:
+        check_host(parts.hostname, allow_private)
+    except RefusedDestination as exc:
+        raise ValueError(str(exc)) from None
+    return url
 
 
 class PromptsSpec(Section):
     source: str = Field(
         "builtin:colors",
         description="'builtin:colors', 'builtin:shapes' (the shapes model's captions), or a text file with one "
-        "prompt per line",
+        "prompt per line; a relative path is resolved at submit against the platform's data root and stored "
+        "absolute",
     )
     eval: list[str] = Field(
         default_factory=lambda: ["a red apple", "a blue ocean"],
