@@ -12,8 +12,8 @@ from argon2 import PasswordHasher
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from security_support import TwoTeams, serve, upload_sample
-from server_harness import Harness, png_bytes
+from security_support import TwoTeams, send_telemetry, serve
+from server_harness import Harness
 
 from server.config import Settings
 from server.secret_key import generate_key
@@ -57,14 +57,7 @@ def two_teams(harness: Harness) -> TwoTeams:
     studio = harness.add_user("sam", "studio", "admin")
     job_id = harness.submit_ok({"name": "lab-job"}, headers=lab)
     token = harness.start_job(job_id)
-    batch = {"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 0.5}}]}
-    assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
-    sample = upload_sample(harness, job_id, token, png_bytes())
-    assert sample.status_code == 201, sample.text
-    artifact = {"attempt": 1, "kind": "checkpoint", "name": "step-1", "step": 1, "path": "checkpoints/step-1"}
-    assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
-    harness.add_log_lines(job_id, ["step 1 loss 0.5"])
-    return TwoTeams(lab, studio, job_id, token, int(sample.json()["id"]))
+    return TwoTeams(lab, studio, job_id, token, send_telemetry(harness, job_id, token))
 
 
 @pytest.fixture(autouse=True)

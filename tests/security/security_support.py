@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
-from server_harness import Harness, Headers, Response, bearer
+from server_harness import Harness, Headers, Response, bearer, png_bytes
 from sqlalchemy import select
 
 from server.config import Settings
@@ -34,6 +34,18 @@ def upload_sample(harness: Harness, job_id: int, token: Headers, image: bytes, p
     form = {"attempt": "1", "step": "2", "kind": "eval", "prompt": prompt, "seed": "7", "reward": "0.5"}
     files = {"image": ("sample.png", image, "image/png")}
     return harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
+
+
+def send_telemetry(harness: Harness, job_id: int, token: Headers) -> int:
+    """What a running job's trainer sends (a metric, a sample, a checkpoint) and a log line; the sample's id."""
+    batch = {"attempt": 1, "steps": [{"step": 1, "wall_time": 1.0, "values": {"loss": 0.5}}]}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=batch, headers=token).status_code == 200
+    sample = upload_sample(harness, job_id, token, png_bytes())
+    assert sample.status_code == 201, sample.text
+    artifact = {"attempt": 1, "kind": "checkpoint", "name": "step-1", "step": 1, "path": "checkpoints/step-1"}
+    assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
+    harness.add_log_lines(job_id, ["step 1 loss 0.5"])
+    return int(sample.json()["id"])
 
 
 def csrf_of(html: str) -> str:

@@ -1,4 +1,6 @@
-"""Another team's token: every read, write, cancel and sample fetch of a job is a 404, and nothing changes."""
+"""Another team's token changes nothing, sees none of another team's jobs in lists, and cannot submit into another
+team or write through the trainer's door. (Every route's answer to another team's ids is checked from the route
+table in test_route_table_cross_team.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +11,6 @@ from sqlalchemy import func, select
 
 from server.models import Artifact, AuditEvent, Job, LogLine, MetricBlock, Sample
 
-READS = ["", "/metrics?keys=loss", "/metrics/keys", "/samples", "/samples/{sample}/image", "/logs", "/artifacts"]
-
 
 def _snapshot(harness: Harness, job_id: int) -> tuple[object, ...]:
     with harness.session() as session:
@@ -20,14 +20,6 @@ def _snapshot(harness: Harness, job_id: int) -> tuple[object, ...]:
             for model in (MetricBlock, Sample, LogLine, Artifact, AuditEvent)
         )
         return (job.status, job.cancel_requested, job.attempt, job.name, *counts)
-
-
-@pytest.mark.parametrize("path", READS)
-def test_another_teams_reads_are_404(harness: Harness, two_teams: TwoTeams, path: str) -> None:
-    url = f"/api/v1/jobs/{two_teams.job_id}{path.format(sample=two_teams.sample_id)}"
-    assert harness.client.get(url, headers=two_teams.lab).status_code == 200
-    response = harness.client.get(url, headers=two_teams.studio)
-    assert response.status_code == 404 and response.json() == {"detail": f"job {two_teams.job_id} not found"}
 
 
 @pytest.mark.parametrize("action", ["cancel", "retry"])
@@ -66,13 +58,3 @@ def test_a_user_token_cannot_write_through_the_ingest_door(harness: Harness, two
         response = harness.client.post(f"/api/v1/ingest/{two_teams.job_id}/metrics", json=batch, headers=headers)
         assert response.status_code == 401
     assert _snapshot(harness, two_teams.job_id) == before
-
-
-def test_another_teams_audit_and_members_are_404(harness: Harness, two_teams: TwoTeams) -> None:
-    with harness.session() as session:
-        lab_team = session.get_one(Job, two_teams.job_id).team_id
-    for path in (f"/api/v1/teams/{lab_team}/audit", f"/api/v1/teams/{lab_team}/members"):
-        assert harness.client.get(path, headers=two_teams.studio).status_code == 404
-    add = {"username": "sam", "role": "admin"}
-    response = harness.client.post(f"/api/v1/teams/{lab_team}/members", json=add, headers=two_teams.studio)
-    assert response.status_code == 404

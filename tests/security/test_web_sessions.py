@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute
+from route_table import routes_of
 from security_support import csrf_of
 from server_harness import Harness, bearer
 
@@ -20,15 +18,6 @@ def _login(harness: Harness, username: str, password: str) -> int:
     token = csrf_of(harness.client.get("/login").text)
     form = {"username": username, "password": password, "csrf_token": token}
     return harness.client.post("/login", data=form, follow_redirects=False).status_code
-
-
-def _routes(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, set[str]]]:
-    """(path, methods) of every page route; FastAPI keeps included routers as lazy wrappers."""
-    for route in routes:
-        if hasattr(route, "original_router"):
-            yield from _routes(route.original_router.routes, prefix + route.include_context.prefix)
-        elif isinstance(route, APIRoute) and not (prefix + route.path).startswith("/api/"):
-            yield prefix + route.path, route.methods
 
 
 def _replace_cookie(harness: Harness, value: str) -> None:
@@ -74,7 +63,7 @@ def test_logout_ends_the_old_cookie_too(harness: Harness, pat: str) -> None:
 
 def test_every_page_post_refuses_a_missing_or_wrong_csrf_token(harness: Harness, pat: str) -> None:
     assert _login(harness, pat, PASSWORD) == 303
-    posts = [path for path, methods in _routes(harness.client.app.routes) if "POST" in methods]
+    posts = [route.path for route in routes_of(harness.client.app) if route.is_page and route.method == "POST"]
     assert {"/login", "/logout", "/submit", "/settings/tokens", "/teams/{team_id}/members"} <= set(posts)
     for path in posts:
         url = re.sub(r"\{[^}]+\}", "1", path)

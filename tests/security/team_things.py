@@ -1,0 +1,71 @@
+"""One of everything a team owns, made through the API as its users would, named by the path parameter of the
+routes that take it: what the route-table cross-team check asks for with other callers' credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from security_support import send_telemetry, token_for
+from server_harness import Harness, Headers
+from sqlalchemy import Select, select
+
+from server.models import ApiToken, Team, User
+from server.services.tokens import hash_token
+
+# An id no row has: what every route answers for it is what it must answer for another team's id.
+MISSING_ID = 2_000_000_001
+
+
+@dataclass(frozen=True)
+class TeamThings:
+    team: str
+    admin: Headers  # the team's admin, who made everything below
+    member: Headers
+    ids: dict[str, int]  # path parameter → the id of the team's own object
+
+
+def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
+    with harness.session() as session:
+        found = session.scalar(statement)
+    assert found is not None
+    return found
+
+
+def plant(harness: Harness, team: str) -> TeamThings:
+    """Team `team` with its admin `{team}-admin` (and a spare token of theirs, never used) and member
+    `{team}-member`, and a running job (a metric, a sample, a log line, a checkpoint), an experiment, a reward
+    service and an advice; needs an online CPU host."""
+    admin = harness.add_user(f"{team}-admin", team, "admin")
+    member = harness.add_user(f"{team}-member", team, "member")
+    spare = token_for(harness, f"{team}-admin")["Authorization"].removeprefix("Bearer ")
+    job_id = harness.submit_ok({"name": f"{team}-job"}, headers=admin)
+    sample_id = send_telemetry(harness, job_id, harness.start_job(job_id))
+    return TeamThings(
+        team,
+        admin,
+        member,
+        {
+            "team_id": _one(harness, select(Team.id).where(Team.name == team)),
+            "user_id": _one(harness, select(User.id).where(User.username == f"{team}-member")),
+            "token_id": _one(harness, select(ApiToken.id).where(ApiToken.token_hash == hash_token(spare))),
+            "job_id": job_id,
+            "sample_id": sample_id,
+            "experiment_id": _created(harness, admin, "/api/v1/experiments", _experiment(team)),
+            "service_id": _created(harness, admin, "/api/v1/services", _service(team)),
+            "advice_id": _created(harness, admin, "/api/v1/advise", {"spec": {"name": f"{team}-advised"}}),
+        },
+    )
+
+
+def _experiment(team: str) -> dict[str, object]:
+    return {"name": f"{team}-experiment", "spec": {"name": "cell"}, "axes": [{"path": "seed", "values": [1, 2]}]}
+
+
+def _service(team: str) -> dict[str, object]:
+    return {"name": f"{team}-bright", "reward": "brightness", "devices": 1, "device_type": "cpu"}
+
+
+def _created(harness: Harness, headers: Headers, path: str, body: dict[str, object]) -> int:
+    response = harness.client.post(path, json=body, headers=headers)
+    assert response.status_code in (201, 202), response.text
+    return int(response.json()["id"])
