@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 from sqlalchemy.orm import Session
 
@@ -36,21 +37,42 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def live_processes(*markers: str) -> list[int]:
-    """Process ids, zombies aside, whose command line mentions every marker (a job's run folder, a service's
-    caller-check URL): what a test waits to see start, then to see gone."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+def alive(proc: psutil.Process) -> bool:
+    """Running and not a zombie (an exited child its parent has not reaped yet)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def own_processes(roots: Iterable[int], *markers: str) -> list[psutil.Process]:
+    """The live processes among `roots` and all their descendants whose command line mentions every marker:
+    only what this test started, never another platform's processes on the same machine."""
+    found = []
+    for root in roots:
         try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            tree = psutil.Process(root)
+            members = [tree, *tree.children(recursive=True)]
+        except psutil.NoSuchProcess:
             continue
-        if all(marker in cmdline for marker in markers) and state != "Z":
-            pids.append(int(proc.name))
-    return pids
+        for proc in members:
+            try:
+                cmdline = " ".join(proc.cmdline())
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                continue
+            if all(marker in cmdline for marker in markers) and alive(proc):
+                found.append(proc)
+    return found
+
+
+def still_alive_after(procs: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of `procs` still alive once the others have exited or `timeout` seconds passed. The processes are
+    the ones found earlier, so one that left the tree (an orphan adopted by init) is still waited for."""
+    procs = list(procs)
+    deadline = time.monotonic() + timeout
+    while (left := [proc for proc in procs if alive(proc)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 
 @dataclass
@@ -75,6 +97,10 @@ class Platform:
 
     def output(self) -> str:
         return "\n".join(f"--- {p.name} ---\n{p.read_text(errors='replace')[-4000:]}" for p in self.logs.glob("*.log"))
+
+    def processes(self, *markers: str) -> list[psutil.Process]:
+        """This platform's live processes (those it started and their descendants) that mention every marker."""
+        return own_processes((proc.pid for proc in self.procs.values()), *markers)
 
     def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
         deadline = time.monotonic() + timeout
@@ -108,18 +134,20 @@ class Platform:
         return dict(self.wait_for(f"job {job_id} to be {'/'.join(statuses)}", reached, timeout))
 
 
-def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path) -> Platform:
+def prepare(tmp_path: Path, database_url: str, broker_url: str, tiny_model: Path | None) -> Platform:
     """The environment of a platform under `tmp_path/home`, nothing started yet.
 
     Empty URLs mean the embedded defaults (SQLite database and broker under the home).
-    `tiny_model` is a built tiny model, linked where the trainer caches it, so no test builds it twice.
+    `tiny_model` is a built tiny model, linked where the trainer caches it, so no test builds it twice
+    (None for a platform that trains nothing).
     """
     port, worker_metrics_port = free_port(), free_port()
     token = "sfu_" + secrets.token_urlsafe(24)
     host_name = f"it-{uuid.uuid4().hex[:10]}"
     home = tmp_path / "home"
     home.mkdir(parents=True)
-    (home / tiny_model.name).symlink_to(tiny_model, target_is_directory=True)
+    if tiny_model is not None:
+        (home / tiny_model.name).symlink_to(tiny_model, target_is_directory=True)
     logs = tmp_path / "logs"
     logs.mkdir()
     env = {
@@ -179,6 +207,29 @@ def launch_platform(tmp_path: Path, database_url: str, broker_url: str, tiny_mod
         platform.stop()
         raise
     return platform
+
+
+def launch_server(tmp_path: Path, processes: int) -> Platform:
+    """`sfumato server` alone with `processes` uvicorn processes on a migrated SQLite database; returns once it
+    answers. Its log has one access line per request, naming the process that served it."""
+    database_url = f"sqlite:///{tmp_path / 'sfumato.db'}"
+    platform = prepare(tmp_path, database_url, "", None)
+    upgrade(database_url)
+    argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(platform.port), "--workers", str(processes)]
+    try:
+        platform.start("server", argv)
+        platform.wait_for("the server to answer", lambda: answers(f"{platform.url}/login"), timeout=60)
+    except BaseException:
+        platform.stop()
+        raise
+    return platform
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).is_success
+    except httpx.HTTPError:
+        return False
 
 
 def launch_up(tmp_path: Path, tiny_model: Path) -> Platform:

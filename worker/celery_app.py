@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_shutting_down
+from celery.signals import celeryd_after_setup, worker_init, worker_shutting_down
 
 from server.config import Settings, get_settings
 from server.services.hosts import host_queue
@@ -67,7 +67,13 @@ def _start_host_agent(**_: Any) -> None:
     SHUTDOWN.clear()
     _agent = HostAgent(get_settings())
     _agent.start()
-    start_exporter(_agent.devices)
+
+
+@celeryd_after_setup.connect
+def _start_exporter(**_: Any) -> None:
+    """After the worker set up its logging, so the line that says where the exporter listens is seen."""
+    if _agent is not None:
+        start_exporter(_agent.devices)
 
 
 @worker_shutting_down.connect

@@ -1,6 +1,5 @@
-"""The worker's own Prometheus exporter: an HTTP endpoint in the worker process (default 127.0.0.1:9101,
-`SFUMATO_WORKER_METRICS_PORT=0` turns it off) with the job runs it is supervising, how they ended and
-took, its devices, and the process's CPU and memory.
+"""The worker's own Prometheus exporter: an HTTP endpoint in the worker process (where: `worker.exporter_port`)
+with the job runs it is supervising, how they ended and took, its devices, and the process's CPU and memory.
 """
 
 from __future__ import annotations
@@ -11,20 +10,13 @@ from typing import Any
 
 from celery.signals import task_postrun, task_prerun
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from server.services.hosts import DeviceInfo
+from worker.exporter_port import ExporterSettings
 
 log = logging.getLogger(__name__)
 
 RUN_JOB_TASK = "worker.run_job"
-
-
-class ExporterSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SFUMATO_WORKER_METRICS_", extra="ignore")
-
-    port: int = 9101
-    address: str = "127.0.0.1"
 
 
 RUNNING = Gauge("sfumato_worker_job_runs_running", "Job runs (one node of one attempt) supervised now")
@@ -62,9 +54,12 @@ def start_exporter(devices: list[DeviceInfo]) -> None:
     task_postrun.connect(_run_ended, weak=False, dispatch_uid="sfumato-exporter-postrun")
     if settings.port == 0:
         return
-    try:
-        start_http_server(settings.port, settings.address, registry=REGISTRY)
-    except OSError as exc:
-        log.warning("worker metrics exporter not started on %s:%s: %s", settings.address, settings.port, exc)
+    for port in settings.candidate_ports():
+        try:
+            server, _ = start_http_server(port, settings.address, registry=REGISTRY)
+        except OSError as exc:
+            log.warning("worker metrics exporter not started on %s:%s: %s", settings.address, port, exc)
+            continue
+        log.info("worker metrics at http://%s:%s/metrics", settings.address, server.server_port)
         return
-    log.info("worker metrics at http://%s:%s/metrics", settings.address, settings.port)
+    log.warning("worker metrics are not exported: set SFUMATO_WORKER_METRICS_PORT to a free port")

@@ -2,17 +2,22 @@
 free and allocated, hosts by status, metric points ingested, and request latency per route.
 
 Job, queue and device numbers and the points stored are read from the database at scrape time, so every
-server process and replica reports the same platform-wide values; request latencies are this process's.
+server process and replica reports the same platform-wide values. Request latencies and the server's own
+processes are summed over every uvicorn process of this server when it runs with a shared metrics folder
+(`server.observability.metrics_dir`, set by `sfumato server`), and are this process's own otherwise.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
 
 from fastapi import FastAPI, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest, values
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -31,6 +36,8 @@ from server.models import (
     MetricBlock,
     utcnow,
 )
+from server.observability.metrics_dir import METRICS_DIR_ENV, shared_metrics_path
+from server.observability.server_processes import ServerProcessesCollector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -125,18 +132,54 @@ def route_template(scope: Scope) -> str:
     return str(template)
 
 
-def install_prometheus(app: FastAPI) -> None:
-    """Add `GET /metrics` and the latency middleware; call after `app.state.sessionmaker` is set."""
-    registry = CollectorRegistry()
-    registry.register(PlatformCollector(app.state.sessionmaker))
-    ProcessCollector(registry=registry)
-    latency = Histogram(
+def _request_latency(registry: CollectorRegistry | None) -> Histogram:
+    return Histogram(
         "sfumato_http_request_duration_seconds",
         "HTTP request latency by method, route and status",
         ["method", "route", "status"],
         buckets=LATENCY_BUCKETS,
         registry=registry,
     )
+
+
+def _server_processes(registry: CollectorRegistry | None) -> Gauge:
+    # livesum: the processes alive now; a dead one's 1 leaves the sum when its live files are removed.
+    return Gauge(
+        "sfumato_server_processes", "Server processes serving requests", registry=registry, multiprocess_mode="livesum"
+    )
+
+
+@cache
+def _shared_metrics() -> Histogram:
+    """This process's latency histogram and its place among the server's processes, made once per process:
+    their values live in the shared folder, so two apps of one process would write the same entries."""
+    if not getattr(values.ValueClass, "_multiprocess", False):
+        raise RuntimeError(f"{METRICS_DIR_ENV} was set after prometheus_client was imported; set it before")
+    _server_processes(None).set(1)
+    return _request_latency(None)
+
+
+def _shared_registry(registry: CollectorRegistry, folder: Path) -> Histogram:
+    """The scrape sums every process's files in `folder`; the live processes are listed first."""
+    latency = _shared_metrics()
+    registry.register(ServerProcessesCollector(folder))
+    MultiProcessCollector(registry, path=str(folder))
+    return latency
+
+
+def _own_registry(registry: CollectorRegistry) -> Histogram:
+    """One process serving alone (tests, `uvicorn --factory` by hand): its own values in its own registry."""
+    ProcessCollector(registry=registry)
+    _server_processes(registry).set(1)
+    return _request_latency(registry)
+
+
+def install_prometheus(app: FastAPI) -> None:
+    """Add `GET /metrics` and the latency middleware; call after `app.state.sessionmaker` is set."""
+    registry = CollectorRegistry()
+    registry.register(PlatformCollector(app.state.sessionmaker))
+    folder = shared_metrics_path()
+    latency = _own_registry(registry) if folder is None else _shared_registry(registry, folder)
     app.add_middleware(RequestLatency, histogram=latency)
 
     @app.get("/metrics", include_in_schema=False)

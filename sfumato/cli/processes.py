@@ -7,6 +7,7 @@ so the client commands of the same `sfumato` entry point run without the server'
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import signal
@@ -16,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -30,6 +31,9 @@ console = Console(stderr=True)
 
 # Seconds `up` waits after the worker's trainers had their own grace period, before SIGKILL.
 STOP_MARGIN_SECONDS = 15.0
+
+# uvicorn's access line with the serving process's id in brackets, e.g. `INFO:     [4242] 127.0.0.1:5 - "GET /" 200`.
+ACCESS_LOG_FORMAT = '%(levelprefix)s [%(process)d] %(client_addr)s - "%(request_line)s" %(status_code)s'
 
 
 def _migrate(settings: Settings) -> None:
@@ -120,6 +124,23 @@ def server(
     ),
 ) -> None:
     """The web server and REST API (uvicorn, one process per CPU core by default)."""
+    from server.observability.metrics_dir import shared_metrics_dir
+
+    # First, before anything imports prometheus_client: every uvicorn process counts into one folder.
+    with shared_metrics_dir():
+        _serve(host, port, workers, bootstrap)
+
+
+def _access_log_with_pid() -> dict[str, Any]:
+    """uvicorn's logging, with the process that served each request in its access line."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["access"]["fmt"] = ACCESS_LOG_FORMAT
+    return config
+
+
+def _serve(host: str, port: int, workers: int, bootstrap: bool) -> None:
     import uvicorn
 
     from server.config import get_settings
@@ -138,6 +159,7 @@ def server(
         port=port,
         workers=processes,
         log_level="info",
+        log_config=_access_log_with_pid(),
         # The app believes X-Forwarded-For from SFUMATO_TRUSTED_PROXIES only; uvicorn's own handling would
         # believe it from any local client (its default trusts 127.0.0.1) and rewrite the address first.
         proxy_headers=False,
@@ -248,6 +270,7 @@ def up(
     """The whole platform in the foreground: server, scheduler and one worker. Ctrl-C stops it all."""
     from server.config import get_settings
     from trainer.spec.destinations import PRIVATE_URLS_SETTING
+    from worker.exporter_port import ANY_PORT_IF_TAKEN_ENV, ExporterSettings
     from worker.supervisor import terminate_with_parent
 
     # The children inherit these: one absolute state folder, and the URL trainers report to.
@@ -255,6 +278,9 @@ def up(
     os.environ.setdefault("SFUMATO_PUBLIC_URL", _public_url(host, port))
     # Reward servers of the embedded platform run on this machine: its loopback and LAN are allowed here only.
     os.environ.setdefault(PRIVATE_URLS_SETTING, "true")
+    # The worker's exporter moves off a default port that another platform on this machine holds.
+    if not ExporterSettings().port_configured():
+        os.environ.setdefault(ANY_PORT_IF_TAKEN_ENV, "true")
     get_settings.cache_clear()
     settings = get_settings()
 

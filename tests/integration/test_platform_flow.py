@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_harness import TINY_SPEC, Platform, live_processes
+from platform_harness import TINY_SPEC, Platform, still_alive_after
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +31,14 @@ def run_two_rank_job_and_cancel_another(platform: Platform) -> None:
     long_id = platform.submit(tiny_spec(total_steps=1000))
 
     platform.wait_for("the long job to train a step", lambda: platform.job(long_id)["step"] >= 1, timeout=120)
-    run_folder = f"jobs/{long_id}/spec.json"
-    assert live_processes(run_folder), "no trainer process is running the long job"
+    trainers = platform.processes(f"jobs/{long_id}/spec.json")
+    assert trainers, "no trainer process is running the long job"
     with platform.client() as http:
         assert http.post(f"/api/v1/jobs/{long_id}/cancel").is_success
     cancelled = platform.wait_status(long_id, ("cancelled", "succeeded", "failed"), timeout=30)
     assert cancelled["status"] == "cancelled"
     assert cancelled["step"] < 1000
-    platform.wait_for("the trainer processes to exit", lambda: not live_processes(run_folder), timeout=30)
+    assert not still_alive_after(trainers, timeout=30), "the cancelled job's trainer processes are still running"
 
     done = platform.wait_status(job_id, ("succeeded", "failed", "cancelled"), timeout=180)
     assert done["status"] == "succeeded", f"{done['error']}\n{platform.output()}"
@@ -65,39 +63,13 @@ def test_a_job_runs_on_postgres_and_redis_and_a_running_job_can_be_cancelled(
     run_two_rank_job_and_cancel_another(start_platform(postgres_url, redis_url))
 
 
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(proc.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_sfumato_up_runs_the_embedded_platform_and_ctrl_c_stops_every_child(sfumato_up: Platform):
     run_two_rank_job_and_cancel_another(sfumato_up)
     up = sfumato_up.procs["up"]
-    children = descendants(up.pid)
+    children = [proc for proc in sfumato_up.processes() if proc.pid != up.pid]
     assert len(children) >= 3, "server, scheduler and worker run as children of `sfumato up`"
 
     up.send_signal(signal.SIGINT)
 
     assert up.wait(timeout=60) == 0
-    time.sleep(0.5)
-    assert [pid for pid in children if alive(pid)] == []
+    assert still_alive_after(children, timeout=30) == []

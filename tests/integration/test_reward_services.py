@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
-from platform_harness import TINY_SPEC, Platform, live_processes
+from platform_harness import TINY_SPEC, Platform, still_alive_after
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +32,9 @@ def service_job(name: str) -> dict[str, Any]:
     return spec
 
 
-def server_pids(service_id: int) -> list[int]:
-    """Live `reward-server` processes of the service (its caller-check URL names it)."""
-    return live_processes("reward-server", f"/api/v1/services/{service_id}/caller")
+def reward_servers(platform: Platform, service_id: int) -> list[psutil.Process]:
+    """The platform's live `reward-server` processes of the service (its caller-check URL names it)."""
+    return platform.processes("reward-server", f"{platform.url}/api/v1/services/{service_id}/caller")
 
 
 def screenshot_services_page(platform: Platform, service_id: int) -> None:
@@ -103,18 +104,19 @@ def test_two_jobs_share_a_reward_service_that_restarts_when_killed_and_frees_its
         )
         assert figures["images"] >= 2 * 3 * 8 and figures["errors"] == 0
 
-        [pid] = server_pids(service_id)
-        os.kill(pid, signal.SIGKILL)
+        [killed] = reward_servers(platform, service_id)
+        killed.send_signal(signal.SIGKILL)
         restarted = platform.wait_for(
             "the killed server to be restarted",
             lambda: (s := service())["restarts"] == 1 and s["state"] == "healthy" and s,
             timeout=90,
         )
         assert restarted["url"] == healthy["url"], "a restart moved the service to another URL"
+        [server] = reward_servers(platform, service_id)
 
         assert http.post(f"/api/v1/services/{service_id}/stop").status_code == 200
         platform.wait_for("the service to stop", lambda: service()["state"] == "stopped", timeout=60)
         hosts = http.get("/api/v1/hosts").json()["items"]
     ours = next(h for h in hosts if h["name"] == platform.host_name)
     assert not any(d["busy"] for d in ours["devices"]), "the stopped service still holds its device"
-    assert not server_pids(service_id)
+    assert not still_alive_after([server], timeout=30), "the stopped service's server is still running"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from client_harness import TinyJobs
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from platform_harness import Platform
+from platform_harness import Platform, launch_server
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.orm import Session
 
@@ -33,6 +37,15 @@ def parse(text: str) -> Samples:
 
 def value(samples: Samples, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
+
+
+def scrape(platform: Platform) -> Samples:
+    return parse(httpx.get(f"{platform.url}/metrics", timeout=30).text)
+
+
+def health_requests(samples: Samples) -> float:
+    labels = {"method": "GET", "route": "/api/v1/health", "status": "200"}
+    return value(samples, "sfumato_http_request_duration_seconds_count", **labels)
 
 
 def _job(name: str, status: str, created_ago_s: float) -> Job:
@@ -133,3 +146,74 @@ def test_the_worker_exports_its_finished_job_runs_and_devices(live_platform: Pla
     devices = sum(v for (name, _), v in samples.items() if name == "sfumato_worker_devices")
     assert devices == 3
     assert "process_resident_memory_bytes" in text
+
+
+@pytest.fixture
+def two_process_server(tmp_path: Path) -> Iterator[Platform]:
+    server = launch_server(tmp_path, processes=2)
+    yield server
+    server.stop()
+
+
+def served_by(server: Platform, marker: str) -> list[int]:
+    """The process of every access-log line of a request whose path names `marker`."""
+    log = (server.logs / "server.log").read_text(errors="replace")
+    return [int(pid) for pid in re.findall(rf'\[(\d+)\] \S+ - "GET [^"]*{marker}', log)]
+
+
+def spread_health_requests(server: Platform, marker: str) -> int:
+    """Health requests, eight at a time on fresh connections, until the access log shows that two processes
+    served them; returns how many were made."""
+    sent = 0
+
+    def get(n: int) -> int:
+        return httpx.get(f"{server.url}/api/v1/health?{marker}={n}", timeout=30).status_code
+
+    def eight_more_reach_two_processes() -> bool:
+        nonlocal sent
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(get, range(sent, sent + 8)))
+        assert codes == [200] * 8
+        sent += 8
+        return len(set(served_by(server, marker))) >= 2
+
+    server.wait_for("requests served by both server processes", eight_more_reach_two_processes, timeout=60)
+    assert len(served_by(server, marker)) == sent
+    return sent
+
+
+@pytest.mark.slow
+def test_every_scrape_counts_the_requests_of_every_server_process(two_process_server: Platform) -> None:
+    sent = spread_health_requests(two_process_server, "probe")
+
+    two_process_server.wait_for(
+        f"a scrape to count all {sent} requests", lambda: health_requests(scrape(two_process_server)) == sent
+    )
+    assert [health_requests(scrape(two_process_server)) for _ in range(10)] == [sent] * 10
+
+
+def rss_pids(samples: Samples) -> set[int]:
+    return {int(dict(labels)["pid"]) for (name, labels) in samples if name == "process_resident_memory_bytes"}
+
+
+@pytest.mark.slow
+def test_live_gauges_count_living_server_processes_and_a_killed_one_keeps_its_requests_counted(
+    two_process_server: Platform,
+) -> None:
+    sent = spread_health_requests(two_process_server, "probe")
+    serving = set(served_by(two_process_server, "probe"))
+    samples = scrape(two_process_server)
+    assert value(samples, "sfumato_server_processes") == 2
+    assert rss_pids(samples) == serving
+    killed = psutil.Process(min(serving))
+
+    killed.kill()
+
+    def replaced() -> Samples | None:
+        samples = scrape(two_process_server)
+        pids = rss_pids(samples)
+        return samples if len(pids) == 2 and killed.pid not in pids else None
+
+    samples = two_process_server.wait_for("uvicorn to replace the killed process", replaced)
+    assert value(samples, "sfumato_server_processes") == 2
+    assert health_requests(samples) == sent
