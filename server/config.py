@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     # The interpreter that runs torchrun on a worker (a host may keep the trainer in its own venv).
     trainer_python: str | None = None
     cancel_grace_seconds: float = 10.0
+    # How long a reward server may keep the caller check's yes (Cache-Control: max-age): an ended job or a
+    # revoked token scores for at most this long afterwards.
+    caller_trust_seconds: int = Field(10, ge=0, le=60)
 
     max_body_bytes: int = 32 * 1024 * 1024
     # A job spec as JSON; a 24 MB spec once made a 45 MB job page.

@@ -63,8 +63,9 @@ def trainer_env(
     plan: RunPlan, base: Mapping[str, str], *, api_url: str, home: Path, cpu_count: int | None = None
 ) -> dict[str, str]:
     """The trainer's environment: the worker's own, scrubbed, plus the job's contract variables: node 0 the job
-    token (SFUMATO_JOB_TOKEN), the other nodes their node token (SFUMATO_NODE_TOKEN), which reward services
-    accept and ingestion does not.
+    token (SFUMATO_JOB_TOKEN, for ingestion only), every node the token its remote rewards send
+    (SFUMATO_REWARD_TOKEN: node 0's reward token, the other nodes' node token), which only the caller check of
+    the job's team's reward services accepts, and only while the attempt runs.
 
     `home` is the platform's state folder; the trainer caches the built-in tiny model under it.
     """
@@ -79,8 +80,8 @@ def trainer_env(
     )
     if plan.token is not None:
         env["SFUMATO_JOB_TOKEN"] = plan.token
-    if plan.node_token is not None:
-        env["SFUMATO_NODE_TOKEN"] = plan.node_token
+    if plan.reward_token is not None:
+        env["SFUMATO_REWARD_TOKEN"] = plan.reward_token
     if plan.device_type == "cuda":
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order the host agent listed the devices in
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in plan.device_indices)

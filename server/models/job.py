@@ -32,6 +32,8 @@ class Job(Base):
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"), index=True)
     token_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Node 0's reward token (services.tokens.REWARD_TOKEN_PREFIX): the only credential its trainer sends reward URLs.
+    reward_token_hash: Mapped[str | None] = mapped_column(String(64), index=True)
     cancel_requested: Mapped[bool] = mapped_column(default=False)
     wait_reason: Mapped[str | None] = mapped_column(String(300))
     error: Mapped[str | None] = mapped_column(Text)

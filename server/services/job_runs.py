@@ -1,7 +1,7 @@
 """The database side of running one node of one job attempt on a worker.
 
 The worker's task calls these in order: `start_run` (claim the attempt, write the spec, mint the
-job token on node 0 or make the node token of another node), `mark_running`, then `append_logs` and
+job and reward tokens on node 0 or make the node token of another node), `mark_running`, then `append_logs` and
 `stop_reason` while the trainer runs, and `finish_run` with the exit. Every function re-reads the job
 under a row lock and does nothing for an attempt that is no longer current, so a task the broker
 delivers twice, or late, is harmless: the database, not the broker, says what should run.
@@ -23,7 +23,7 @@ from server.services.job_status import set_status
 from server.services.node_tokens import node_token
 from server.services.retry_policy import retry_or_fail
 from server.services.service_rewards import trainer_spec
-from server.services.tokens import JOB_TOKEN_PREFIX, hash_token, new_token
+from server.services.tokens import JOB_TOKEN_PREFIX, REWARD_TOKEN_PREFIX, hash_token, new_token
 from server.states import PLACED_STATES, JobKind
 from trainer.spec.exit_codes import PLATFORM_OUTAGE_EXIT_CODE, PLATFORM_OUTAGE_PREFIX
 
@@ -56,11 +56,13 @@ class RunPlan:
     run_dir: Path
     spec_path: Path
     log_path: Path
-    token: str | None  # the job token: node 0 only, whose rank 0 reports
+    token: str | None  # the job token: node 0 only, whose rank 0 reports (ingestion only, never sent to a reward)
     rendezvous_endpoint: str | None
     host_devices: int
     command: str = "run"  # the trainer's subcommand: "probe" for the advisor's probe job
-    node_token: str | None = None  # nodes 1, 2, ...: what their ranks show a reward service (services.node_tokens)
+    # What every rank shows reward servers: node 0 its reward token, the other nodes their node token
+    # (services.node_tokens); only the caller check of the job's team's services accepts either.
+    reward_token: str | None = None
 
     @property
     def resume(self) -> bool:
@@ -92,7 +94,7 @@ def start_run(
 ) -> RunPlan | None:
     """Claim a node of an attempt: None when it is stale, not on this host, or was cancelled meanwhile.
     `node_token_key` (services.node_tokens.node_token_key) signs the token of a node other than 0 (node 0,
-    which gets the job token, needs none).
+    whose job and reward tokens are random and stored hashed, needs none).
 
     The node's devices are listed rollout pool first, so with both DigenRL pools on one host the local ranks
     [0, rollout devices) are the rollout pool; across hosts the rollout pool is node 0."""
@@ -127,14 +129,16 @@ def start_run(
     spec_path = run_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True))
 
-    token = node_credential = None
+    token = None
     if node_rank == 0:  # only global rank 0 reports, and it runs on node 0
         token = new_token(JOB_TOKEN_PREFIX)
         job.token_hash = hash_token(token)
+        scoring = new_token(REWARD_TOKEN_PREFIX)
+        job.reward_token_hash = hash_token(scoring)
     else:  # its ranks score their own samples, so a reward service must know them too
         if node_token_key is None:
             raise ValueError(f"node {node_rank} of job {job.id} needs the node token key to sign its token")
-        node_credential = node_token(node_token_key, job.id, attempt, node_rank)
+        scoring = node_token(node_token_key, job.id, attempt, node_rank)
 
     nnodes = len(
         set(
@@ -170,7 +174,7 @@ def start_run(
         )
         or 1,
         command="probe" if job.kind == JobKind.PROBE else "run",
-        node_token=node_credential,
+        reward_token=scoring,
     )
 
 

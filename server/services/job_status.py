@@ -44,8 +44,8 @@ def _record(session: Session, job: Job, status: JobStatus, message: str | None) 
         job.started_at = now
     if status in TERMINAL_STATES:
         job.finished_at = now
-    if status not in PLACED_STATES:  # ended or back to the queue: the attempt's job token writes nothing more
-        job.token_hash = None
+    if status not in PLACED_STATES:  # ended or back to the queue: the attempt's tokens write and score no more
+        job.token_hash = job.reward_token_hash = None
     session.add(JobEvent(job_id=job.id, attempt=job.attempt, status=status, message=message, created_at=now))
     if status == JobStatus.QUEUED or status in TERMINAL_STATES:
         wake_scheduler(session)

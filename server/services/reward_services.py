@@ -6,34 +6,28 @@ service is not found, never forbidden. Placing, starting and health are the sche
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from server.config import Settings
 from server.models import (
     LIVE_SERVICE_STATES,
-    PLACED_STATES,
     Allocation,
     Device,
-    Job,
     RewardService,
     ServiceState,
     User,
 )
 from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
 from server.services import audit
-from server.services.auth import Caller, authenticate_api_token
+from server.services.auth import Caller
 from server.services.capacity import matching_per_host
-from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound, Unauthorized
-from server.services.node_tokens import NODE_TOKEN_PREFIX, verified_claim
+from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound
 from server.services.reward_service_figures import figures, jobs_using
 from server.services.scheduler_wakeup import wake_scheduler
 from server.services.scoping import ensure_writer, team_for_submission, team_role
 from server.services.service_state import set_state
-from server.services.tokens import JOB_TOKEN_PREFIX, hash_token
 from trainer.spec import REMOTE_REWARD, SERVICE_REWARD, RewardSpec, known_rewards, spec_errors
 
 # Rewards a service cannot serve: both are scored through a reward server that is already running elsewhere.
@@ -191,44 +185,6 @@ def _ensure_can_stop(caller: Caller, service: RewardService) -> None:
     if role == "admin" or (role == "member" and service.created_by_id == caller.user_id):
         return
     raise Forbidden(f"role {role!r} cannot stop this service; ask an admin of the team")
-
-
-_JOB_OF_CALLER = select(Job.id, Job.team_id, Job.status, Job.attempt)
-
-
-def authorize_caller(session: Session, service_id: int, token: str | None, node_token_key: bytes) -> None:
-    """The reward server's --auth-url check: a job token (node 0) or node token (services.node_tokens: the other
-    nodes) of the current, placed attempt of a job of the service's team, or a user token of a member of that
-    team (server admins: any). Unknown service → NotFound; no token, or a node token not signed with
-    `node_token_key` → Unauthorized; anyone else → Forbidden."""
-    service = session.get(RewardService, service_id)
-    if service is None:
-        raise NotFound(f"service {service_id} not found")
-    if not token:
-        raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
-    if token.startswith(JOB_TOKEN_PREFIX):
-        job = session.execute(_JOB_OF_CALLER.where(Job.token_hash == hash_token(token))).first()
-        _ensure_running_job_of_team(job, None, service)
-        return
-    if token.startswith(NODE_TOKEN_PREFIX):
-        claim = verified_claim(node_token_key, token)
-        if claim is None:
-            raise Unauthorized("invalid node token: malformed, or not signed with this server's SFUMATO_SECRET_KEY")
-        job = session.execute(_JOB_OF_CALLER.where(Job.id == claim.job_id)).first()
-        _ensure_running_job_of_team(job, claim.attempt, service)
-        return
-    user = authenticate_api_token(session, token)
-    if not user.is_admin and service.team_id not in user.team_ids:
-        raise Forbidden(f"you may not use service {service_id}")
-
-
-def _ensure_running_job_of_team(job: Row[Any] | None, attempt: int | None, service: RewardService) -> None:
-    """A job's token counts while its attempt holds devices (the node token's own attempt, when it names one);
-    a job that ended, went back to the queue or started another attempt has no voice."""
-    if job is None or job.status not in PLACED_STATES or attempt not in (None, job.attempt):
-        raise Forbidden(f"this token's job attempt is not running: it may not use service {service.id}")
-    if job.team_id != service.team_id:
-        raise Forbidden(f"job {job.id} may not use service {service.id}")
 
 
 def _out(session: Session, services: list[RewardService]) -> list[ServiceOut]:

@@ -5,6 +5,8 @@ import secrets
 
 USER_TOKEN_PREFIX = "sfu_"
 JOB_TOKEN_PREFIX = "sfj_"
+# Node 0's reward token, what its trainer shows reward servers: only services.service_callers accepts it.
+REWARD_TOKEN_PREFIX = "sfr_"
 
 
 def new_token(prefix: str) -> str:

@@ -1,11 +1,14 @@
-"""The reward server's caller check for the ranks of a multi-node job: node 0 shows the job token, every other
-node its node token; each counts only while that attempt runs and only for its job's team's services, a forged
-node token never, and a node token opens nothing but the caller check. On SQLite and PostgreSQL."""
+"""The reward server's caller check: node 0 of a job shows its reward token, every other node its node token;
+each counts only while that attempt runs and only for its job's team's services, a forged node token never, the
+job token never, and neither opens anything but the caller check. A user scores with a write token of an admin
+or member of the service's team; read tokens and viewers do not. A yes says how long it may be trusted. On
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from server_harness import Harness, Headers, bearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.models import Job, Team
+from server.models import Job, Team, utcnow
 from server.services import job_runs
 from server.services.node_tokens import node_token, node_token_key
 from server.services.placement_pass import NodeTask
@@ -30,7 +33,8 @@ class RunningAttempt:
     job_id: int
     attempt: int
     job_token: str
-    node_token: str
+    reward_token: str  # node 0's
+    node_token: str  # node 1's reward token
     tasks: list[NodeTask]
 
 
@@ -68,8 +72,8 @@ def start_placed(harness: Harness, factory: sessionmaker[Session], root: Path) -
         for t in tasks:
             job_runs.mark_running(session, t.job_id, t.attempt, t.node_rank, t.host)
     first, second = plans
-    assert first is not None and first.token and second is not None and second.node_token
-    return RunningAttempt(first.job_id, first.attempt, first.token, second.node_token, tasks)
+    assert first is not None and first.token and first.reward_token and second is not None and second.reward_token
+    return RunningAttempt(first.job_id, first.attempt, first.token, first.reward_token, second.reward_token, tasks)
 
 
 def service_of(harness: Harness, headers: Headers, name: str) -> str:
@@ -88,7 +92,14 @@ def test_both_nodes_of_a_running_job_may_use_their_teams_service(
     running = start_lab_job()
     check = service_of(harness, lab, "bright")
 
-    assert (verdict(harness, check, running.job_token), verdict(harness, check, running.node_token)) == (200, 200)
+    assert (verdict(harness, check, running.reward_token), verdict(harness, check, running.node_token)) == (200, 200)
+
+
+def test_the_job_token_does_not_score(harness: Harness, lab: Headers, start_lab_job: StartJob) -> None:
+    running = start_lab_job()
+    check = service_of(harness, lab, "bright")
+
+    assert verdict(harness, check, running.job_token) == 403
 
 
 def test_a_node_token_may_not_use_another_teams_service(
@@ -111,7 +122,7 @@ def test_the_jobs_tokens_are_refused_once_it_has_finished(
     with factory() as session:
         assert session.get_one(Job, running.job_id).status == "succeeded"
 
-    assert (verdict(harness, check, running.job_token), verdict(harness, check, running.node_token)) == (403, 403)
+    assert (verdict(harness, check, running.reward_token), verdict(harness, check, running.node_token)) == (403, 403)
 
 
 def test_a_node_token_of_an_earlier_attempt_is_refused_and_the_new_attempts_is_accepted(
@@ -141,12 +152,13 @@ def test_a_forged_node_token_is_refused(harness: Harness, lab: Headers, start_la
     assert verdict(harness, check, other.node_token) == 200
 
 
-def test_a_node_token_cannot_ingest_as_the_job_or_call_the_api(
-    harness: Harness, lab: Headers, start_lab_job: StartJob
+@pytest.mark.parametrize("which", ["reward_token", "node_token"])
+def test_a_reward_token_cannot_ingest_as_the_job_or_call_the_api(
+    harness: Harness, lab: Headers, start_lab_job: StartJob, which: str
 ) -> None:
     running = start_lab_job()
     job = f"/api/v1/ingest/{running.job_id}"
-    node = bearer(running.node_token)
+    node = bearer(getattr(running, which))
     metrics = {"attempt": running.attempt, "steps": [{"step": 0, "wall_time": 1.0, "values": {"loss": 1.0}}]}
     progress = {"attempt": running.attempt, "step": 1, "total_steps": 10}
 
@@ -158,3 +170,35 @@ def test_a_node_token_cannot_ingest_as_the_job_or_call_the_api(
     ]
 
     assert refused == [401, 401, 401, 401]
+
+
+def test_a_yes_for_a_jobs_reward_token_may_be_kept_for_the_configured_seconds(
+    harness: Harness, lab: Headers, start_lab_job: StartJob
+) -> None:
+    running = start_lab_job()
+    check = service_of(harness, lab, "bright")
+
+    answer = harness.client.get(check, headers=bearer(running.reward_token))
+
+    assert answer.headers["cache-control"] == f"private, max-age={harness.settings.caller_trust_seconds}"
+
+
+def test_a_yes_for_a_user_token_is_kept_no_longer_than_the_token_lives(harness: Harness, lab: Headers) -> None:
+    check = service_of(harness, lab, "bright")
+    expiring = harness.add_user("eve", "lab", expires_at=utcnow() + timedelta(seconds=3))
+
+    answer = harness.client.get(check, headers=expiring)
+
+    assert answer.status_code == 200 and int(answer.headers["cache-control"].rsplit("=", 1)[1]) <= 3
+
+
+def test_read_tokens_and_viewers_cannot_score_and_writing_members_can(harness: Harness, lab: Headers) -> None:
+    check = service_of(harness, lab, "bright")
+    callers = [
+        harness.add_user("vic", "lab", "viewer"),
+        harness.add_user("rita", "lab", "member", scope="read"),
+        harness.add_user("ada", "lab", "admin", scope="read"),
+        harness.add_user("mo", "lab", "member"),
+    ]
+
+    assert [harness.client.get(check, headers=c).status_code for c in callers] == [403, 403, 403, 200]

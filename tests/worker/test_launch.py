@@ -93,13 +93,21 @@ def test_cpu_job_env_hides_gpus_and_shares_cores_between_slots(tmp_path: Path):
     assert env["OMP_NUM_THREADS"] == "8"
 
 
-def test_a_node_other_than_the_first_gets_its_node_token_and_no_job_token(tmp_path: Path):
-    node_1 = plan(tmp_path, token=None, node_token="sfn_7_1_1_mac", node_rank=1, nnodes=2)
+def test_a_node_other_than_the_first_gets_its_node_token_as_its_reward_token_and_no_job_token(tmp_path: Path):
+    node_1 = plan(tmp_path, token=None, reward_token="sfn_7_1_1_mac", node_rank=1, nnodes=2)
 
     env = trainer_env(node_1, {"SFUMATO_JOB_TOKEN": "the worker's own"}, api_url="http://x", home=tmp_path)
 
-    assert env["SFUMATO_NODE_TOKEN"] == "sfn_7_1_1_mac"
+    assert env["SFUMATO_REWARD_TOKEN"] == "sfn_7_1_1_mac"
     assert "SFUMATO_JOB_TOKEN" not in env
+
+
+def test_node_0_gets_its_reward_token_beside_the_job_token_and_never_the_workers_own(tmp_path: Path):
+    node_0 = plan(tmp_path, reward_token="sfr_scoring")
+
+    env = trainer_env(node_0, {"SFUMATO_REWARD_TOKEN": "the worker's own"}, api_url="http://x", home=tmp_path)
+
+    assert (env["SFUMATO_JOB_TOKEN"], env["SFUMATO_REWARD_TOKEN"]) == ("sfj_secret", "sfr_scoring")
 
 
 def test_a_rank_gets_at_least_one_thread():

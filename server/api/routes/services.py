@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel
 
 from server.api.deps import CallerDep, ServiceId, SessionDep, SettingsDep, UserCredentials, WriterDep
 from server.schemas.common import ErrorBody
 from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
-from server.services import reward_services
+from server.services import reward_services, service_callers
 from server.services.node_tokens import node_token_key
 
 router = APIRouter(tags=["services"])
@@ -66,15 +66,22 @@ def stop_service(service_id: ServiceId, session: SessionDep, caller: WriterDep) 
     responses={401: {"model": ErrorBody}, 403: {"model": ErrorBody}, 404: {"model": ErrorBody}},
 )
 def check_caller(
-    service_id: ServiceId, session: SessionDep, settings: SettingsDep, credentials: UserCredentials
+    service_id: ServiceId,
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: UserCredentials,
+    response: Response,
 ) -> CallerVerdict:
-    """For the reward server (`--auth-url`): 200 when the bearer token is the job token (node 0) or a node token
-    (the other nodes) of a running job of the service's team, or a user token of one of its members; 403
-    otherwise."""
-    reward_services.authorize_caller(
+    """For the reward server (`--auth-url`): 200 when the bearer token is a reward token (node 0's, or a node
+    token of the other nodes) of a running job of the service's team, or a write-scope token of one of its admins
+    or members; 403 otherwise (a job token, a read token, a viewer). `Cache-Control: max-age=N` says how many
+    seconds the reward server may keep this yes."""
+    trust = service_callers.authorize_caller(
         session,
         service_id,
         credentials.credentials if credentials else None,
         node_token_key(settings.secret_key),
+        settings.caller_trust_seconds,
     )
+    response.headers["Cache-Control"] = f"private, max-age={trust}"
     return CallerVerdict(service_id=service_id, allowed=True)

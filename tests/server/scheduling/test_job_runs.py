@@ -83,20 +83,22 @@ def test_only_node_0_gets_the_job_token_and_each_other_node_a_node_token_of_its_
     first, second = (start(factory, t, tmp_path, host=t.host) for t in sorted(sent, key=lambda t: t.node_rank))
 
     assert first is not None and second is not None
-    assert first.token is not None and first.node_token is None
-    assert job(factory, first.job_id).token_hash == hash_token(first.token)
-    assert second.token is None and second.node_token is not None
-    assert verified_claim(NODE_TOKEN_KEY, second.node_token) == NodeClaim(second.job_id, second.attempt, 1)
+    assert first.token is not None and first.reward_token is not None and first.reward_token.startswith("sfr_")
+    stored = job(factory, first.job_id)
+    assert (stored.token_hash, stored.reward_token_hash) == (hash_token(first.token), hash_token(first.reward_token))
+    assert second.token is None and second.reward_token is not None
+    assert verified_claim(NODE_TOKEN_KEY, second.reward_token) == NodeClaim(second.job_id, second.attempt, 1)
 
 
-def test_a_job_that_leaves_its_placed_states_holds_no_job_token(factory, add_host, add_job, tmp_path):
+def test_a_job_that_leaves_its_placed_states_holds_no_job_or_reward_token(factory, add_host, add_job, tmp_path):
     task = scheduled(factory, add_host, add_job)
     start(factory, task, tmp_path)
 
     with factory.begin() as session:
         set_status(session, session.get_one(Job, task.job_id), JobStatus.QUEUED, "its reward service went away")
 
-    assert job(factory, task.job_id).token_hash is None
+    stored = job(factory, task.job_id)
+    assert (stored.token_hash, stored.reward_token_hash) == (None, None)
 
 
 def test_a_stale_attempt_or_another_host_starts_nothing(factory, add_host, add_job, tmp_path):
