@@ -25,6 +25,8 @@ AUDIT_ACTIONS = (
     "team.create",
     "user.create",
     "user.password",
+    "user.password_link",
+    "user.password_setup",
     "user.disable",
     "user.enable",
     "token.create",

@@ -87,7 +87,11 @@ class UserCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     username: Username
-    password: str | None = Field(None, description="8 to 256 characters; without one, the user logs in by token only")
+    password: str | None = Field(
+        None,
+        description="8 to 256 characters, set only in a page session opened by password (403 with a token); "
+        "without one, the user logs in by token only",
+    )
     is_admin: bool = Field(False, description="server admin: every team, users and teams")
     team_id: int | None = Field(None, ge=1, le=MAX_INT32, description="a team to put the user in")
     role: Role = "member"
@@ -96,7 +100,9 @@ class UserCreate(BaseModel):
 class PasswordChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    current_password: str = Field("", max_length=256, description="required when the user has a password")
+    current_password: str = Field(
+        "", max_length=256, description="your current password (required; a first password comes from a setup link)"
+    )
     new_password: str = Field(max_length=256)
 
 

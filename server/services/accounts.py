@@ -28,7 +28,13 @@ from server.schemas.accounts import (
     UserOut,
 )
 from server.services import audit
-from server.services.auth import Caller, check_password_rules, hash_password, password_matches
+from server.services.auth import (
+    Caller,
+    check_password_rules,
+    ensure_password_session,
+    hash_password,
+    password_matches,
+)
 from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.scoping import (
     ensure_server_admin,
@@ -159,9 +165,12 @@ def list_users(session: Session, caller: Caller) -> UserList:
 
 
 def create_user(session: Session, caller: Caller, body: UserCreate) -> UserOut:
-    """A server admin creates a user, optionally with a password and a first team."""
+    """A server admin creates a user, optionally with a first team, and with a password only in a session opened
+    by password (server.services.auth.ensure_password_session)."""
     ensure_server_admin(caller)
     ensure_writer(caller)
+    if body.password is not None:
+        ensure_password_session(caller)
     if session.scalar(select(User.id).where(User.username == body.username)) is not None:
         raise Conflict(f"user {body.username!r} exists already")
     if body.team_id is not None and session.get(Team, body.team_id) is None:
@@ -174,7 +183,8 @@ def create_user(session: Session, caller: Caller, body: UserCreate) -> UserOut:
     except IntegrityError:
         session.rollback()
         raise Conflict(f"user {body.username!r} exists already") from None
-    detail = "server admin" if body.is_admin else None
+    facts = [("server admin", body.is_admin), ("with a password", password_hash is not None)]
+    detail = ", ".join(fact for fact, holds in facts if holds) or None
     audit.record(session, "user.create", caller, subject_user_id=user.id, detail=detail)
     if body.team_id is not None:
         session.add(Membership(user_id=user.id, team_id=body.team_id, role=body.role))
@@ -184,10 +194,14 @@ def create_user(session: Session, caller: Caller, body: UserCreate) -> UserOut:
 
 
 def change_password(session: Session, caller: Caller, body: PasswordChange) -> None:
-    """The caller's own password; the current one is required when there is one. Ends the user's page sessions."""
+    """The caller's own password, in a session opened by password and with the current one: a first password is
+    set by a setup link (server.services.password_setup). Ends the user's page sessions."""
+    ensure_password_session(caller)
     ensure_writer(caller)
     user = session.get_one(User, caller.user_id)
-    if user.password_hash is not None and not password_matches(user, body.current_password):
+    if not body.current_password:
+        raise FieldErrors.one("current_password", "required: your current password")
+    if not password_matches(user, body.current_password):
         raise FieldErrors.one("current_password", "wrong password")
     check_password_rules(body.new_password, "new_password")
     user.password_hash = hash_password(body.new_password)

@@ -136,6 +136,16 @@ def authenticate_api_token(session: Session, raw: str) -> Caller:
     return Caller(user_id, username, is_admin, _teams(rows), scope != "read", token_id, expires_at)
 
 
+def ensure_password_session(caller: Caller) -> None:
+    """Passwords are set only by a caller who logged in with one (or by a setup link, which is not a Caller):
+    a token, however short-lived, never turns into a lasting credential, and neither does a session opened
+    with one."""
+    if caller.token_id is not None:
+        raise Forbidden(
+            "passwords are set only in a page session opened with a password (or a setup link), never with a token"
+        )
+
+
 def check_password_rules(password: str, field: str = "password") -> None:
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise FieldErrors.one(field, f"a password has {MIN_PASSWORD} to {MAX_PASSWORD} characters")

@@ -60,6 +60,25 @@ def _bootstrap(settings: Settings) -> str | None:
     return token
 
 
+def _first_password_link(settings: Settings) -> str | None:
+    """The admin's one-time setup link while it has no password (server.services.password_setup), else None."""
+    from server.db import session_scope
+    from server.secret_key import session_secret_key
+    from server.services.password_setup import first_password_link
+
+    with session_scope() as session:
+        return first_password_link(session, session_secret_key(settings))
+
+
+def _print_setup_link(link: str, url: str) -> None:
+    """The admin's setup link, set apart like the token: the only way to give the admin a first password."""
+    from server.services.password_setup import SETUP_LINK_HOURS
+
+    rule = "─" * 72
+    console.print(f"\n{rule}\n[bold]admin has no password; set one (link works once, for {SETUP_LINK_HOURS} h):[/bold]")
+    console.print(f"{url}{link}\n{rule}\n", soft_wrap=True, markup=False, highlight=False)
+
+
 def _print_token(token: str, url: str) -> None:
     """The admin token, set apart from the other processes' output so that it is not missed."""
     rule = "─" * 72
@@ -149,8 +168,11 @@ def _serve(host: str, port: int, workers: int, bootstrap: bool) -> None:
     _require_secret_key(settings)
     if bootstrap:
         token = _bootstrap(settings)
+        link = _first_password_link(settings)
         if token:
             _print_token(token, _public_url(host, port))
+        if link:
+            _print_setup_link(link, _public_url(host, port))
     processes = workers or os.cpu_count() or 1
     uvicorn.run(
         "sfumato.app:create_app",
@@ -285,6 +307,7 @@ def up(
     settings = get_settings()
 
     token = _bootstrap(settings)
+    link = _first_password_link(settings)
 
     me = [sys.executable, "-m", "sfumato.cli"]
     children = [
@@ -306,11 +329,13 @@ def up(
         for child in children:
             # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
             child.proc = subprocess.Popen(child.argv, start_new_session=True, preexec_fn=terminate_with_parent)
-        if token:
+        if token or link:
             _wait_until_ready(settings, _public_url(host, port), children)
         console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
         if token:
             _print_token(token, _public_url(host, port))
+        if link:
+            _print_setup_link(link, _public_url(host, port))
         while not stop.is_set():
             ended = [c for c in children if c.proc is not None and c.proc.poll() is not None]
             if ended:

@@ -12,7 +12,9 @@ from sqlalchemy import select
 
 from server.config import Settings
 from server.models import ApiToken, User
-from server.services.auth import ensure_admin
+from server.schemas.accounts import UserCreate
+from server.services.accounts import create_user
+from server.services.auth import Caller, ensure_admin
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
 
@@ -67,6 +69,16 @@ def login_with_token(harness: Harness, headers: Headers) -> int:
 def login_with_password(harness: Harness, username: str, password: str) -> int:
     form = {"username": username, "password": password, "csrf_token": csrf_of(harness.client.get("/login").text)}
     return harness.client.post("/login", data=form, follow_redirects=False).status_code
+
+
+def add_password_user(harness: Harness, username: str, password: str, team_id: int = 1) -> int:
+    """A member of team `team_id` with a password, created by the server admin as in a session opened by password
+    (tokens may not set passwords); the new user's id."""
+    with harness.session() as session:
+        admin = session.scalars(select(User).where(User.username == "admin")).one()
+        as_admin = Caller(admin.id, admin.username, is_admin=True, teams=())
+        body = UserCreate(username=username, password=password, team_id=team_id)
+        return create_user(session, as_admin, body).id
 
 
 def token_for(harness: Harness, username: str) -> Headers:

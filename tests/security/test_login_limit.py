@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from argon2 import PasswordHasher
-from security_support import csrf_of, serve
+from security_support import add_password_user, csrf_of, serve
 from server_harness import Harness
 
 from server.config import Settings
@@ -44,8 +44,7 @@ def hasher(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
 @pytest.fixture
 def any_db(db_harness: Harness, hasher: CountingHasher) -> Harness:
     """The app on SQLite, and on PostgreSQL when configured, with user `pat`."""
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-    assert db_harness.client.post("/api/v1/users", json=body, headers=db_harness.admin).status_code == 201
+    add_password_user(db_harness, "pat", PASSWORD)
     return db_harness
 
 
@@ -53,8 +52,7 @@ def any_db(db_harness: Harness, hasher: CountingHasher) -> Harness:
 def behind_proxy(settings: Settings, hasher: CountingHasher) -> Iterator[Harness]:
     """The app believing forwarded headers from the test client's address, as from a reverse proxy."""
     for harness in serve(settings.model_copy(update={"trusted_proxies": ["testclient"]})):
-        body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-        assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+        add_password_user(harness, "pat", PASSWORD)
         yield harness
 
 
@@ -79,8 +77,7 @@ def test_forty_parallel_wrong_passwords_check_at_most_five(any_db: Harness, hash
 
 
 def test_x_forwarded_for_does_not_reset_the_limit(harness: Harness, hasher: CountingHasher) -> None:
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-    assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+    add_password_user(harness, "pat", PASSWORD)
     assert [_login(harness, "pat", "wrong password") for _ in range(LOGIN_MAX_PER_NAME)] == [401] * 5
     hasher.checked = 0
     assert _login(harness, "pat", PASSWORD, {"X-Forwarded-For": "203.0.113.9"}) == 429
@@ -99,8 +96,7 @@ def test_one_address_is_limited_across_usernames(harness: Harness, hasher: Count
 
 
 def test_a_successful_login_gives_its_attempts_back(harness: Harness) -> None:
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-    assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+    add_password_user(harness, "pat", PASSWORD)
     assert [_login(harness, "pat", PASSWORD) for _ in range(LOGIN_MAX_PER_NAME + 2)] == [303] * 7
 
 

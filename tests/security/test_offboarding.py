@@ -3,7 +3,7 @@ no endpoint disabled a user or revoked someone else's tokens."""
 
 from __future__ import annotations
 
-from security_support import csrf_of, login_with_password, login_with_token, token_for
+from security_support import add_password_user, csrf_of, login_with_password, login_with_token, token_for
 from server_harness import Harness
 
 PASSWORD = "correct horse battery"
@@ -31,8 +31,7 @@ def test_disabling_a_user_ends_their_tokens_and_sessions_at_once(harness: Harnes
 
 
 def test_a_disabled_user_cannot_log_in_with_the_right_password(harness: Harness) -> None:
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-    pat_id = harness.client.post("/api/v1/users", json=body, headers=harness.admin).json()["id"]
+    pat_id = add_password_user(harness, "pat", PASSWORD)
     assert _disable(harness, pat_id) == 200
     assert login_with_password(harness, "pat", PASSWORD) == 401
     user = harness.client.get("/api/v1/users", headers=harness.admin).json()["items"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from security_support import csrf_of, login_with_password, login_with_token, token_for
+from fastapi.testclient import TestClient
+from security_support import add_password_user, csrf_of, login_with_password, login_with_token
 from server_harness import Harness
 from sqlalchemy import update
 
@@ -49,10 +50,13 @@ def test_the_session_cookie_lasts_no_longer_than_its_token(harness: Harness) -> 
 
 
 def test_a_new_password_ends_the_other_password_sessions(harness: Harness) -> None:
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1}
-    assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+    add_password_user(harness, "pat", PASSWORD)
     assert login_with_password(harness, "pat", PASSWORD) == 303 and _settings_status(harness) == 200
-    pat = token_for(harness, "pat")
-    change = {"current_password": PASSWORD, "new_password": "another long password"}
-    assert harness.client.post("/api/v1/users/me/password", json=change, headers=pat).status_code == 204
+    with TestClient(harness.client.app) as elsewhere:
+        other = Harness(elsewhere, harness.sessions, harness.settings, harness.admin)
+        assert login_with_password(other, "pat", PASSWORD) == 303
+        change = {"current_password": PASSWORD, "new_password": "another long password"}
+        change["csrf_token"] = csrf_of(elsewhere.get("/settings").text)
+        assert elsewhere.post("/settings/password", data=change).status_code == 200
+        assert elsewhere.get("/settings", follow_redirects=False).status_code == 200  # the changing one goes on
     assert _settings_status(harness) == 303

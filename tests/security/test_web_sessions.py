@@ -6,7 +6,7 @@ import re
 
 import pytest
 from route_table import routes_of
-from security_support import csrf_of
+from security_support import add_password_user, csrf_of
 from server_harness import Harness, bearer
 
 from server.api.page_session import COOKIE
@@ -27,9 +27,8 @@ def _replace_cookie(harness: Harness, value: str) -> None:
 
 @pytest.fixture
 def pat(harness: Harness) -> str:
-    """A user with a password, created through the API by the server admin."""
-    body = {"username": "pat", "password": PASSWORD, "team_id": 1, "role": "member"}
-    assert harness.client.post("/api/v1/users", json=body, headers=harness.admin).status_code == 201
+    """A user with a password, created by the server admin."""
+    add_password_user(harness, "pat", PASSWORD)
     return "pat"
 
 

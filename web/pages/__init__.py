@@ -21,6 +21,7 @@ from web.pages import (
     hosts,
     job_detail,
     jobs,
+    password_setup,
     services,
     side_by_side,
     submit,
@@ -42,8 +43,8 @@ VENDOR = {
 
 router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
-for module in (api_docs, auth, jobs, job_detail, side_by_side, gallery, submit, advice, compare, experiment_form,
-               experiments, hosts, services, account, teams):  # fmt: skip
+for module in (api_docs, auth, password_setup, jobs, job_detail, side_by_side, gallery, submit, advice, compare,
+               experiment_form, experiments, hosts, services, account, teams):  # fmt: skip
     router.include_router(module.router)
 
 

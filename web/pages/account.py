@@ -105,7 +105,8 @@ async def change_password(
         body = PasswordChange.model_validate({k: form.get(k, "") for k in ("current_password", "new_password")})
         accounts.change_password(session, caller, body)
     except (ServiceError, ValidationError) as exc:
-        return _page(request, session, caller, errors=messages(exc), status_code=422)
+        status_code = exc.status_code if isinstance(exc, ServiceError) else 422
+        return _page(request, session, caller, errors=messages(exc), status_code=status_code)
     # Every other session of the user ended; this one continues under the new generation (and a new CSRF token).
     generation = session_generation(session, caller.user_id)
     request.state.page_session = new_session(
