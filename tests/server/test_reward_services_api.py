@@ -60,14 +60,14 @@ def test_a_job_naming_the_service_is_listed_as_using_it(harness: Harness, lab: H
     assert jobs == [{"id": job_id, "name": "uses-service", "status": "queued"}]
 
 
-def test_the_caller_check_admits_the_teams_job_and_user_tokens_only(
+def test_the_caller_check_admits_the_teams_user_tokens_only_and_no_job_token(
     harness: Harness, lab: Headers, studio: Headers
 ) -> None:
     service_id = create(harness, lab).json()["id"]
     lab_job = harness.start_job(harness.submit_ok({"name": "lab-job"}, headers=lab))
     studio_job = harness.start_job(harness.submit_ok({"name": "studio-job"}, headers=studio))
     check = f"/api/v1/services/{service_id}/caller"
-    assert harness.client.get(check, headers=lab_job).status_code == 200
+    assert harness.client.get(check, headers=lab_job).status_code == 403  # jobs score with their reward token
     assert harness.client.get(check, headers=lab).status_code == 200
     assert harness.client.get(check, headers=studio_job).status_code == 403
     assert harness.client.get(check, headers=studio).status_code == 403
