@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards gpu-check fuzz
+.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards gpu-check fuzz mutation
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -33,6 +33,11 @@ FUZZ_EXAMPLES ?= 50
 fuzz: install
 	SFUMATO_TEST_POSTGRES_URL=$${SFUMATO_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres} \
 		$(PY) tests/security/openapi_fuzz.py --examples $(FUZZ_EXAMPLES)
+
+# Mutation testing (mutmut) of the modules that decide correctness and access, each with the tests that state its
+# behaviour, in a scratch copy; outside make test (bench/results/mutation.md). MUTATION_ARGS="--only trainer/loss.py".
+mutation: install
+	$(PY) bench/mutation.py $(MUTATION_ARGS)
 
 bench-learn: install
 	$(PY) bench/learn.py

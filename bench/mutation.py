@@ -1,0 +1,175 @@
+"""``make mutation``: mutation testing (mutmut) of the modules that decide correctness and access.
+
+Each module is mutated by mutmut in a scratch copy of the repository (so the checkout never holds a mutated file),
+with the tests that speak for that module; mutmut runs, for each mutant, only the selected tests that reach the
+mutated function. Writes bench/results/mutation.md: per module the mutants, killed, timed out and survived (a
+mutant that no selected test reaches survives), and every survivor with its diff and, where the survivor cannot
+change behaviour, why (EQUIVALENT below).
+
+    python bench/mutation.py                      # every module
+    python bench/mutation.py --only trainer/loss.py --only trainer/advantages.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+
+# The modules the target covers, each with the tests that state its behaviour.
+MODULES: dict[str, list[str]] = {
+    "trainer/loss.py": ["tests/trainer/test_loss_against_formula.py", "tests/trainer/test_kl_form.py"],
+    "trainer/advantages.py": ["tests/trainer/test_advantages.py", "tests/trainer/test_advantages_against_formula.py"],
+    "trainer/audit.py": ["tests/executors/test_audit.py"],
+    "trainer/executors/*": ["tests/executors"],
+    "server/services/scoping.py": [
+        "tests/security/test_route_table_cross_team.py",
+        "tests/security/test_cross_team.py",
+    ],
+    "server/services/auth.py": ["tests/server/test_auth.py", "tests/security"],
+    "server/services/placement_pass.py": ["tests/server/scheduling"],
+    "server/services/metric_blocks.py": [
+        "tests/server/test_ingest_metrics.py",
+        "tests/server/test_ingest_key_names.py",
+        "tests/server/test_metric_storage.py",
+    ],
+}
+
+# Survivors that no test can kill because the mutant behaves as the original, keyed by mutmut's mutant name.
+EQUIVALENT: dict[str, str] = {}
+
+# mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code). A mutant no selected test reaches
+# ("no tests") is not killed: it counts as a survivor. A timeout counts as killed, as mutmut counts it.
+KILLED = {1, 3}
+SURVIVED = {0, 5, 33}
+TIMED_OUT = {36, -24, 24, 152, 255}
+NOT_CHECKED = {None, 2, 34}
+
+
+@dataclass
+class ModuleScore:
+    module: str
+    seconds: float
+    codes: dict[str, int | None] = field(default_factory=dict)
+
+    def count(self, codes: set[int]) -> int:
+        return sum(code in codes for code in self.codes.values())
+
+    @property
+    def survivors(self) -> list[str]:
+        return sorted(name for name, code in self.codes.items() if code in SURVIVED)
+
+
+def scratch_copy(destination: Path) -> None:
+    """The tracked and untracked-but-not-ignored files, as the working tree has them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def mutmut_config(module: str, tests: list[str]) -> str:
+    """setup.cfg's [mutmut] section: mutate one module, copy the rest of the project beside it, run its tests."""
+    rooms = ["web", "worker", "sfumato", "migrations", "alembic.ini", "examples", "bench", "docs"]
+    lines = [
+        "[mutmut]",
+        "source_paths =\n    trainer\n    server",
+        f"only_mutate =\n    {module}",
+        "also_copy =\n" + "\n".join(f"    {room}" for room in rooms),
+        "pytest_add_cli_args_test_selection =\n" + "\n".join(f"    {test}" for test in tests),
+        "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_module(module: str, tests: list[str], workdir: Path, children: int) -> ModuleScore:
+    scratch = workdir / module.replace("/", "_").replace("*", "all")
+    scratch_copy(scratch)
+    pyproject = scratch / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().split("[tool.mutmut]")[0])
+    (scratch / "setup.cfg").write_text(mutmut_config(module, tests))
+    started = time.perf_counter()
+    mutmut = Path(sys.executable).with_name("mutmut")
+    subprocess.run([str(mutmut), "run", "--max-children", str(children)], cwd=scratch, env=os.environ, check=False)
+    score = ModuleScore(module, time.perf_counter() - started)
+    for meta in (scratch / "mutants").rglob("*.py.meta"):
+        score.codes.update(json.loads(meta.read_text())["exit_code_by_key"])
+    score.codes = {name: code for name, code in score.codes.items() if _belongs(name, module)}
+    for name in score.survivors:
+        shown = subprocess.run([str(mutmut), "show", name], cwd=scratch, capture_output=True, text=True)
+        (workdir / f"{name}.diff").write_text(shown.stdout)
+    return score
+
+
+def _belongs(mutant: str, module: str) -> bool:
+    dotted = module.removesuffix(".py").removesuffix("/*").replace("/", ".")
+    return mutant.startswith(dotted + ".")
+
+
+def markdown(scores: list[ModuleScore], workdir: Path) -> str:
+    rows = [
+        "# Mutation testing (make mutation)",
+        "",
+        "mutmut mutates each module in a scratch copy; a mutant is killed when a selected test fails. "
+        "The score is killed (timeouts included) over killed and survived, less the survivors listed as "
+        "equivalent (they cannot change behaviour); every other survivor is a missing test.",
+        "",
+        "| module | mutants | killed | timed out | survived | of them equivalent | other | score | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        survived = s.survivors
+        equivalent = [name for name in survived if name in EQUIVALENT]
+        killed = s.count(KILLED) + s.count(TIMED_OUT)
+        other = len(s.codes) - killed - len(survived)  # not checked, suspicious or crashed: see mutmut results
+        judged = killed + len(survived) - len(equivalent)
+        score = f"{killed / judged:.0%}" if judged else "n/a"
+        rows.append(
+            f"| {s.module} | {len(s.codes)} | {s.count(KILLED)} | {s.count(TIMED_OUT)} | {len(survived)} | "
+            f"{len(equivalent)} | {other} | {score} | {s.seconds:.0f} |"
+        )
+    for s in scores:
+        if not s.survivors:
+            continue
+        rows += ["", f"## Survivors in {s.module}", ""]
+        for name in s.survivors:
+            why = EQUIVALENT.get(name, "not killed: a missing test")
+            diff = (workdir / f"{name}.diff").read_text().strip()
+            rows += [f"### {name}", "", why, "", "```diff", diff, "```", ""]
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=sorted(MODULES), help="a module to mutate (repeatable)")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
+    parser.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
+    args = parser.parse_args()
+    chosen = args.only or list(MODULES)
+    with tempfile.TemporaryDirectory(prefix="sfumato-mutation-") as folder:
+        workdir = Path(folder)
+        scores = [run_module(module, MODULES[module], workdir, args.children) for module in chosen]
+        args.out.write_text(markdown(scores, workdir))
+    print(args.out.read_text())
+
+
+if __name__ == "__main__":
+    main()
