@@ -59,6 +59,7 @@ NOT_CHECKED = {None, 2, 34}
 @dataclass
 class ModuleScore:
     module: str
+    tests: list[str]
     seconds: float
     codes: dict[str, int | None] = field(default_factory=dict)
 
@@ -70,16 +71,16 @@ class ModuleScore:
         return sorted(name for name, code in self.codes.items() if code in SURVIVED)
 
 
-def scratch_copy(destination: Path) -> None:
+def scratch_copy(repo: Path, destination: Path) -> None:
     """The tracked and untracked-but-not-ignored files, as the working tree has them."""
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO,
+        cwd=repo,
         capture_output=True,
         check=True,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
-        source = REPO / name
+        source = repo / name
         if source.is_file():
             target = destination / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -100,16 +101,18 @@ def mutmut_config(module: str, tests: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_module(module: str, tests: list[str], workdir: Path, children: int) -> ModuleScore:
+def run_module(repo: Path, module: str, tests: list[str], workdir: Path, children: int) -> ModuleScore:
+    """mutmut on one module of `repo` with those of `tests` that `repo` has (an older checkout may lack some)."""
     scratch = workdir / module.replace("/", "_").replace("*", "all")
-    scratch_copy(scratch)
+    scratch_copy(repo, scratch)
+    tests = [test for test in tests if (scratch / test).exists()]
     pyproject = scratch / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().split("[tool.mutmut]")[0])
     (scratch / "setup.cfg").write_text(mutmut_config(module, tests))
     started = time.perf_counter()
     mutmut = Path(sys.executable).with_name("mutmut")
     subprocess.run([str(mutmut), "run", "--max-children", str(children)], cwd=scratch, env=os.environ, check=False)
-    score = ModuleScore(module, time.perf_counter() - started)
+    score = ModuleScore(module, tests, time.perf_counter() - started)
     for meta in (scratch / "mutants").rglob("*.py.meta"):
         score.codes.update(json.loads(meta.read_text())["exit_code_by_key"])
     score.codes = {name: code for name, code in score.codes.items() if _belongs(name, module)}
@@ -146,6 +149,8 @@ def markdown(scores: list[ModuleScore], workdir: Path) -> str:
             f"| {s.module} | {len(s.codes)} | {s.count(KILLED)} | {s.count(TIMED_OUT)} | {len(survived)} | "
             f"{len(equivalent)} | {other} | {score} | {s.seconds:.0f} |"
         )
+    rows += ["", "Tests selected per module:", ""]
+    rows += [f"- {s.module}: {', '.join(s.tests) or 'none'}" for s in scores]
     for s in scores:
         if not s.survivors:
             continue
@@ -162,11 +167,12 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted(MODULES), help="a module to mutate (repeatable)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
+    parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to mutate (e.g. an older commit's)")
     args = parser.parse_args()
     chosen = args.only or list(MODULES)
     with tempfile.TemporaryDirectory(prefix="sfumato-mutation-") as folder:
         workdir = Path(folder)
-        scores = [run_module(module, MODULES[module], workdir, args.children) for module in chosen]
+        scores = [run_module(args.repo, module, MODULES[module], workdir, args.children) for module in chosen]
         args.out.write_text(markdown(scores, workdir))
     print(args.out.read_text())
 
