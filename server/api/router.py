@@ -1,6 +1,6 @@
 """Every /api/v1 route, in one router the app includes."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from server.api.routes import (
     advice,
@@ -23,8 +23,11 @@ from server.api.routes import (
     tokens,
     users,
 )
+from server.api.storable_input import refuse_unstorable_input
 
-api_router = APIRouter(prefix="/api/v1")
+# Every route's query values and JSON body are first checked for what the database cannot store (a NUL, an
+# integer beyond 64 bits): a 422 naming the field, never a 500 from the database.
+api_router = APIRouter(prefix="/api/v1", dependencies=[Depends(refuse_unstorable_input)])
 # Routes are matched in order, a few microseconds each: the trainers' ingestion and the jobs list, the calls
 # made most, come first.
 for module in (

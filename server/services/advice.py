@@ -26,6 +26,7 @@ from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.jobs import submit_job, validate_spec
 from server.services.metric_figures import key_figures
 from server.services.scoping import scope_jobs
+from server.services.storable_values import INT64_MAX
 from server.states import AdviceState, JobKind
 from trainer.spec import SpecError, stored_spec, with_executor
 from trainer.spec.advice import Advice as AdviceAnswer
@@ -38,14 +39,18 @@ SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_budget(value: str | int | None) -> int | None:
-    """'40GiB', '512 MiB', '1.5GiB', '40GB' or a byte count → bytes; 422 naming `memory_budget` otherwise."""
+    """'40GiB', '512 MiB', '1.5GiB', '40GB' or a byte count → bytes, at most 2**63 - 1 (the column holds no more);
+    422 naming `memory_budget` otherwise."""
     if value is None:
         return None
     match = SIZE.match(str(value))
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in UNITS or float(match.group(1)) <= 0:
         raise FieldErrors.one("memory_budget", f"{value!r} is not a size; give e.g. 40GiB, 512MiB or a byte count")
-    return int(float(match.group(1)) * UNITS[unit])
+    size = float(match.group(1)) * UNITS[unit]  # a float first: 400 digits are inf, which int() refuses
+    if size > INT64_MAX:
+        raise FieldErrors.one("memory_budget", f"{value!r} is more than {INT64_MAX} bytes")
+    return int(size)
 
 
 def check_host_class(session: Session, host_class: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from server.config import Settings
 from server.services.errors import FieldErrors, NotFound
+from server.services.storable_values import NUL_MESSAGE
 
 
 def job_folder(settings: Settings, job_id: int) -> Path:
@@ -19,7 +20,10 @@ def job_folder(settings: Settings, job_id: int) -> Path:
 
 
 def confined(base: Path, relative: str, *, field: str) -> Path:
-    """`base / relative`, refused when absolute or when it resolves (through `..` or links) outside `base`."""
+    """`base / relative`, refused when absolute, when it holds a NUL (no file system path can; resolving one
+    raised a 500) or when it resolves (through `..` or links) outside `base`."""
+    if "\x00" in relative:
+        raise FieldErrors.one(field, NUL_MESSAGE)
     if not relative or PurePosixPath(relative).is_absolute() or Path(relative).is_absolute():
         raise FieldErrors.one(field, f"{relative!r} must be a relative path")
     base = base.resolve()

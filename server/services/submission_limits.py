@@ -19,11 +19,17 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.models import Job, JobStatus, Team, User
-from server.services.errors import PayloadTooLarge, TooManyRequests
+from server.services.errors import FieldErrors, PayloadTooLarge, TooManyRequests
+from server.services.storable_values import unstorable_fields
 
 
 def check_spec_size(data: Any, settings: Settings) -> None:
-    """The spec as compact JSON is at most SFUMATO_MAX_SPEC_BYTES (413 otherwise)."""
+    """The spec holds only values the database can store (422 naming each other one: a NUL, an integer beyond 64
+    bits, which the JSON encoder below cannot even measure), and as compact JSON is at most
+    SFUMATO_MAX_SPEC_BYTES (413 otherwise). Every spec passes here, from the API or a page."""
+    unstorable = unstorable_fields(data)
+    if unstorable:
+        raise FieldErrors(unstorable)
     size = len(orjson.dumps(data))
     if size > settings.max_spec_bytes:
         raise PayloadTooLarge(
