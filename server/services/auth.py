@@ -202,6 +202,11 @@ def authenticate_job_token(session: Session, raw: str, job_id: int) -> Job:
     return holder
 
 
+def _start_event(action: str, actor_name: str, admin: User, detail: str) -> AuditEvent:
+    """An audit event of the first start's credentials (services.audit imports this module, so it is built here)."""
+    return AuditEvent(action=action, actor_name=actor_name, subject_user_id=admin.id, detail=detail)
+
+
 def ensure_admin(session: Session, settings: Settings) -> str | None:
     """First start: create user `admin` (server admin), team `default` and an API token.
 
@@ -224,21 +229,17 @@ def ensure_admin(session: Session, settings: Settings) -> str | None:
             if not settings.admin_token:
                 raw = new_token(USER_TOKEN_PREFIX)
                 session.add(ApiToken(user_id=admin.id, name="bootstrap", token_hash=hash_token(raw)))
+                session.add(_start_event("token.create", "first start", admin, "'bootstrap', printed once"))
         if settings.admin_token:
             digest = hash_token(settings.admin_token)
             if session.scalar(select(ApiToken.id).where(ApiToken.token_hash == digest)) is None:
                 session.add(ApiToken(user_id=admin.id, name="SFUMATO_ADMIN_TOKEN", token_hash=digest))
+                session.add(_start_event("token.create", "SFUMATO_ADMIN_TOKEN", admin, "accepted from the environment"))
         if settings.admin_password is not None and not password_matches(admin, settings.admin_password):
             admin.password_hash = hash_password(settings.admin_password)
             admin.session_generation = (admin.session_generation or 0) + 1
-            session.add(
-                AuditEvent(
-                    action="user.password",
-                    actor_name="SFUMATO_ADMIN_PASSWORD",
-                    subject_user_id=admin.id,
-                    detail="set from the environment at start",
-                )
-            )
+            detail = "set from the environment at start"
+            session.add(_start_event("user.password", "SFUMATO_ADMIN_PASSWORD", admin, detail))
         session.commit()
     except IntegrityError:
         session.rollback()
