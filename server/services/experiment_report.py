@@ -20,7 +20,7 @@ from server.schemas.experiments import ExperimentDetail, Interval
 from server.services.auth import Caller
 from server.services.experiment_reads import experiment_detail
 from server.services.experiment_summary import TIMES
-from server.services.markdown_text import markdown_html
+from server.services.markdown_text import markdown_html, markdown_quote, markdown_text
 from server.services.report_figures import ReportFigures, report_figures
 
 ReportFormat = Literal["md", "html"]
@@ -124,19 +124,23 @@ def _facts(detail: ExperimentDetail) -> list[tuple[str, str]]:
 
 
 def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
+    """Every text that comes from a user or the stored data (names, values, labels, prompts, notes) is quoted
+    through services.markdown_text, so it shows as written and never as HTML or Markdown."""
+    md = markdown_text
+
     def table(header: list[str], rows: list[list[str]]) -> list[str]:
         def line(cells: list[str]) -> str:
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            return "| " + " | ".join(md(c) for c in cells) + " |"
 
         return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows), ""]
 
     def image(alt: str, media_type: str, data: bytes) -> str:
-        return f"![{alt}](data:{media_type};base64,{base64.b64encode(data).decode()})"
+        return f"![{md(alt)}](data:{media_type};base64,{base64.b64encode(data).decode()})"
 
     tables = _tables(detail)
-    out = [f"# Experiment {detail.id}: {detail.name}", ""]
-    out += [f"- **{k}**: {v}" for k, v in _facts(detail)] + [""]
-    out += ["## Verdicts", ""] + ([f"- {v.text}" for v in detail.summary.verdicts] or ["- no executor to judge"])
+    out = [f"# Experiment {detail.id}: {md(detail.name)}", ""]
+    out += [f"- **{k}**: {md(v)}" for k, v in _facts(detail)] + [""]
+    out += ["## Verdicts", ""] + ([f"- {md(v.text)}" for v in detail.summary.verdicts] or ["- no executor to judge"])
     out += ["", "## Cell groups (mean [95% interval] over seeds)", "", *table(*tables["groups"])]
     if detail.summary.flags:
         out += ["## Flagged cells", "", *table(*tables["flags"])]
@@ -146,12 +150,13 @@ def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
     if figures.samples:
         out += ["## Latest eval samples", ""]
         for group, samples in figures.samples:
-            out += [f"**{group}**", ""]
-            out += [image(s.caption, s.media_type, s.data) + f" {s.caption}" for s in samples] + [""]
+            out += [f"**{md(group)}**", ""]
+            out += [image(s.caption, s.media_type, s.data) + f" {md(s.caption)}" for s in samples] + [""]
     if detail.notes:
         out += ["## Notes", ""]
         for note in detail.notes:
-            out += [f"**{note.author}**, {note.created_at.strftime('%Y-%m-%d %H:%M')}:", "", note.body, ""]
+            when = note.created_at.strftime("%Y-%m-%d %H:%M")
+            out += [f"**{md(note.author)}**, {when}:", "", markdown_quote(note.body), ""]
     out += ["## Method", "", detail.summary.method, "", f"samples/s: {detail.summary.definitions.samples_per_s}", ""]
     return "\n".join(out)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from markdown_it import MarkdownIt
 from server_harness import Harness, Headers
 from sqlalchemy import select
 
@@ -239,3 +240,19 @@ def test_the_report_has_the_summary_tables_in_markdown_and_in_a_page_that_fetche
     page = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=html", headers=harness.admin)
     assert "default-src 'none'; img-src data:" in page.text
     assert "<h2>Cell groups (mean [95% interval] over seeds)</h2><table>" in page.text
+
+
+def test_the_markdown_report_quotes_names_and_notes_as_text_that_no_viewer_renders_as_markup(harness: Harness) -> None:
+    name = "<img src=x onerror=alert(1)> *bold* [link](javascript:alert(1))"
+    response = _create(harness, _body(("seed", [1, 2])) | {"name": name}, harness.admin)
+    assert response.status_code == 201, response.text
+    experiment_id = response.json()["id"]
+    note = {"body": "<script>alert(1)</script>\n# a heading\n[link](javascript:alert(2))"}
+    noted = harness.client.post(f"/api/v1/experiments/{experiment_id}/notes", json=note, headers=harness.admin)
+    assert noted.status_code == 201, noted.text
+    markdown = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=md", headers=harness.admin)
+    # As a viewer that passes raw HTML through would show it: the user's text is text, never an element.
+    shown = MarkdownIt("commonmark", {"html": True}).render(markdown.text)
+    user_elements = ["<img src=x", "<script", "<em>bold", 'href="javascript', "<h1>a heading"]
+    assert [element for element in user_elements if element in shown] == []
+    assert "&lt;img src=x onerror=alert(1)&gt; *bold* [link](javascript:alert(1))" in shown
