@@ -11,6 +11,7 @@ to refuse an ended job or a revoked token within that bound.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -32,39 +33,50 @@ _JOB_OF_CALLER = select(Job.id, Job.team_id, Job.status, Job.attempt)
 def authorize_caller(
     session: Session, service_id: int, token: str | None, node_token_key: bytes, trust_seconds: int
 ) -> int:
-    """The seconds (at most `trust_seconds`) a reward server may keep this yes. Unknown service → NotFound; no
-    token, an unknown user token, or a node token not signed with `node_token_key` → Unauthorized; any other
-    caller that may not score here → Forbidden."""
-    service = session.get(RewardService, service_id)
-    if service is None:
-        raise NotFound(f"service {service_id} not found")
+    """The seconds (at most `trust_seconds`) a reward server may keep this yes.
+
+    The answer never tells whether a service exists for another team. The token is judged first, the same for
+    every id: none, an unknown user token, or a node token not signed with `node_token_key` → Unauthorized; a job
+    token, or the token of an attempt that is not placed → Forbidden. Then a service outside the caller's team
+    is NotFound, as a missing one is; Forbidden is left for its own team's callers that may not score."""
     if not token:
         raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
-    if token.startswith(REWARD_TOKEN_PREFIX):
-        job = session.execute(_JOB_OF_CALLER.where(Job.reward_token_hash == hash_token(token))).first()
-        _ensure_running_job_of_team(job, None, service)
+    if token.startswith(JOB_TOKEN_PREFIX):
+        raise Forbidden("a job token does not score: a job's trainer sends its reward token (SFUMATO_REWARD_TOKEN)")
+    if token.startswith((REWARD_TOKEN_PREFIX, NODE_TOKEN_PREFIX)):
+        job = _placed_job(session, token, node_token_key)
+        _service_of(session, service_id, (job.team_id,))
         return trust_seconds
+    user = authenticate_api_token(session, token)
+    service = _service_of(session, service_id, None if user.is_admin else user.team_ids)
+    _ensure_may_score(user, service)
+    return _seconds_until(user.token_expires_at, trust_seconds)
+
+
+def _placed_job(session: Session, token: str, node_token_key: bytes) -> Row[Any]:
+    """The job a reward token (node 0) or node token speaks for. It counts while its attempt holds devices (the
+    node token's own attempt); a job that ended, went back to the queue or started another attempt has no voice."""
+    attempt = None
     if token.startswith(NODE_TOKEN_PREFIX):
         claim = verified_claim(node_token_key, token)
         if claim is None:
             raise Unauthorized("invalid node token: malformed, or not signed with this server's SFUMATO_SECRET_KEY")
         job = session.execute(_JOB_OF_CALLER.where(Job.id == claim.job_id)).first()
-        _ensure_running_job_of_team(job, claim.attempt, service)
-        return trust_seconds
-    if token.startswith(JOB_TOKEN_PREFIX):
-        raise Forbidden("a job token does not score: a job's trainer sends its reward token (SFUMATO_REWARD_TOKEN)")
-    user = authenticate_api_token(session, token)
-    _ensure_may_score(user, service)
-    return _seconds_until(user.token_expires_at, trust_seconds)
-
-
-def _ensure_running_job_of_team(job: Row[Any] | None, attempt: int | None, service: RewardService) -> None:
-    """A job's reward token counts while its attempt holds devices (the node token's own attempt, when it names
-    one); a job that ended, went back to the queue or started another attempt has no voice."""
+        attempt = claim.attempt
+    else:
+        job = session.execute(_JOB_OF_CALLER.where(Job.reward_token_hash == hash_token(token))).first()
     if job is None or job.status not in PLACED_STATES or attempt not in (None, job.attempt):
-        raise Forbidden(f"this token's job attempt is not running: it may not use service {service.id}")
-    if job.team_id != service.team_id:
-        raise Forbidden(f"job {job.id} may not use service {service.id}")
+        raise Forbidden("this token's job attempt is not running: it may not score")
+    return job
+
+
+def _service_of(session: Session, service_id: int, team_ids: Collection[int | None] | None) -> RewardService:
+    """The service when its team is one of `team_ids` (None: any, for a server admin); otherwise NotFound, the
+    answer for a service that does not exist."""
+    service = session.get(RewardService, service_id)
+    if service is None or (team_ids is not None and service.team_id not in team_ids):
+        raise NotFound(f"service {service_id} not found")
+    return service
 
 
 def _ensure_may_score(user: Caller, service: RewardService) -> None:
@@ -74,8 +86,7 @@ def _ensure_may_score(user: Caller, service: RewardService) -> None:
         return
     role = team_role(user, service.team_id)
     if role not in SCORING_ROLES:
-        detail = f"role {role!r} of its team" if role else "no role in its team"
-        raise Forbidden(f"you may not use service {service.id}: {detail} (scoring needs admin or member)")
+        raise Forbidden(f"you may not use service {service.id}: role {role!r} (scoring needs admin or member)")
 
 
 def _seconds_until(expires_at: datetime | None, bound: int) -> int:

@@ -70,7 +70,7 @@ def test_the_caller_check_admits_the_teams_user_tokens_only_and_no_job_token(
     assert harness.client.get(check, headers=lab_job).status_code == 403  # jobs score with their reward token
     assert harness.client.get(check, headers=lab).status_code == 200
     assert harness.client.get(check, headers=studio_job).status_code == 403
-    assert harness.client.get(check, headers=studio).status_code == 403
+    assert harness.client.get(check, headers=studio).status_code == 404  # as for a missing service
     assert harness.client.get(check).status_code == 401
     assert harness.client.get("/api/v1/services/999/caller", headers=lab).status_code == 404
 

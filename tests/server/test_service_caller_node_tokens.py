@@ -102,13 +102,14 @@ def test_the_job_token_does_not_score(harness: Harness, lab: Headers, start_lab_
     assert verdict(harness, check, running.job_token) == 403
 
 
-def test_a_node_token_may_not_use_another_teams_service(
+def test_another_teams_service_is_answered_to_a_node_token_as_a_missing_one(
     harness: Harness, studio: Headers, start_lab_job: StartJob
 ) -> None:
     running = start_lab_job()
     check = service_of(harness, studio, "studio-bright")
+    missing = "/api/v1/services/999999/caller"
 
-    assert verdict(harness, check, running.node_token) == 403
+    assert (verdict(harness, check, running.node_token), verdict(harness, missing, running.node_token)) == (404, 404)
 
 
 def test_the_jobs_tokens_are_refused_once_it_has_finished(

@@ -74,8 +74,9 @@ def check_caller(
 ) -> CallerVerdict:
     """For the reward server (`--auth-url`): 200 when the bearer token is a reward token (node 0's, or a node
     token of the other nodes) of a running job of the service's team, or a write-scope token of one of its admins
-    or members; 403 otherwise (a job token, a read token, a viewer). `Cache-Control: max-age=N` says how many
-    seconds the reward server may keep this yes."""
+    or members. A service of another team is a 404, as a missing one is; 403 is for a job token and for the
+    service's own team's callers that may not score (a read token, a viewer). `Cache-Control: max-age=N` says
+    how many seconds the reward server may keep this yes."""
     trust = service_callers.authorize_caller(
         session,
         service_id,
