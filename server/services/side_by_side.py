@@ -15,6 +15,7 @@ from server.services.capacity import check_capacity
 from server.services.compare import MAX_JOBS
 from server.services.errors import FieldErrors
 from server.services.jobs import add_jobs, validate_spec
+from server.services.reward_reachability import queue_reward_probes
 from server.services.scoping import team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room
@@ -62,5 +63,6 @@ def run_side_by_side(
         raise FieldErrors(errors)
     check_queue_room(session, caller.user_id, member.team_id, settings, len(specs))
     jobs = add_jobs(session, caller, specs, member.team_id, [{} for _ in specs])
+    queue_reward_probes(session, jobs, settings)
     session.commit()
     return [added.id for added in jobs]

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from page_fixtures import World, csrf_of
 from sqlalchemy import func, select
 
-from server.models import Allocation, Device, Job, User, utcnow
+from server.models import Allocation, Device, Job, RewardProbe, User, utcnow
 
 
 def _url(ids: list[int]) -> str:
@@ -88,6 +88,26 @@ def test_run_side_by_side_beyond_the_queue_limit_is_429_naming_it_and_stores_not
     assert response.status_code == 429 and "SFUMATO_MAX_QUEUED_PER_USER" in response.text
     with app.state.sessionmaker() as session:
         assert session.scalar(select(func.count()).select_from(Job)) == before
+
+
+def test_run_side_by_side_queues_a_reward_probe_for_each_new_job_as_submit_does(
+    client: TestClient, world: World, app: FastAPI
+) -> None:
+    remote = {"name": "remote", "url": "http://reward.example.com:8000", "weight": 1.0}
+    with app.state.sessionmaker() as session:
+        job = session.get_one(Job, world.running.id)
+        job.spec = {**job.spec, "reward": [remote]}
+        session.commit()
+    page = client.get(f"/jobs/{world.running.id}").text
+    response = client.post(
+        f"/jobs/{world.running.id}/side-by-side",
+        data={"csrf_token": csrf_of(page), "executor": ["native", "lean_retain"]},
+    )
+    assert response.status_code == 303, response.text[-3000:]
+    ids = [int(i) for i in re.findall(r"job=(\d+)", response.headers["location"])]
+    with app.state.sessionmaker() as session:
+        probed = session.scalars(select(RewardProbe.job_id).where(RewardProbe.job_id.in_(ids))).all()
+    assert sorted(probed) == sorted(ids)
 
 
 def test_the_eval_reward_is_the_mean_of_each_eval_step_s_samples_and_compare_shows_the_last(
