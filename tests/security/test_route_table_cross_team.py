@@ -40,6 +40,8 @@ QUERIES = {
 }
 # Pages that show the jobs asked for that the caller may see and leave the others out, a missing id as well.
 LEAVES_OUT = {"GET /compare", "GET /compare/gallery"}
+# API reads that judge the bearer token alone, never a page session: the reward server's question about a token.
+BEARER_ONLY = {"GET /api/v1/services/{service_id}/caller"}
 # Routes refused by role before any lookup: every caller but a server admin gets this answer for every id.
 SERVER_ADMIN_ONLY = {
     "PATCH /api/v1/users/{user_id}",
@@ -146,6 +148,7 @@ class Visitor:
     pages: TestClient
     csrf: str
     read_only: bool = False
+    api_by_cookie: bool = False  # calls the API as the pages do, with the session cookie and no token
 
     @property
     def anonymous(self) -> bool:
@@ -163,7 +166,9 @@ class World:
     owners: dict[str, Visitor] = field(default_factory=dict)
 
 
-def _visitor(harness: Harness, name: str, headers: Headers, read_only: bool = False) -> Visitor:
+def _visitor(
+    harness: Harness, name: str, headers: Headers, read_only: bool = False, by_cookie: bool = False
+) -> Visitor:
     pages = TestClient(harness.client.app)
     csrf = csrf_of(pages.get("/login").text)
     if headers:
@@ -171,7 +176,7 @@ def _visitor(harness: Harness, name: str, headers: Headers, read_only: bool = Fa
         login = pages.post("/login", data={"token": token, "csrf_token": csrf}, follow_redirects=False)
         assert login.status_code == 303, login.text
         csrf = csrf_of(pages.get("/settings").text)
-    return Visitor(name, headers, pages, csrf, read_only)
+    return Visitor(name, headers, pages, csrf, read_only, by_cookie)
 
 
 def _dissolve(harness: Harness, team: str) -> None:
@@ -204,6 +209,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, migrated_templates: dict[str
             _visitor(harness, "another team's viewer", harness.add_user("studio-viewer", "studio", "viewer")),
             _visitor(harness, "a read token", harness.add_user("studio-reader", "studio", scope="read"), True),
             duo,
+            _visitor(harness, "another team's page session", world.studio.member, by_cookie=True),
             _visitor(harness, "no token", {}),
         ]
         world.owners = {
@@ -230,6 +236,8 @@ def _call(harness: Harness, visitor: Visitor, route: AppRoute, ids: dict[str, in
         form = {k: str(v) for k, v in body.items()} | {"csrf_token": visitor.csrf}
         return visitor.pages.request(route.method, url, data=form, follow_redirects=False)
     json = body if route.method != "GET" else None
+    if visitor.api_by_cookie:
+        return visitor.pages.request(route.method, url, json=json)
     return harness.client.request(route.method, url, json=json, headers=visitor.headers)
 
 
@@ -250,6 +258,8 @@ def _refusals(visitor: Visitor, route: AppRoute) -> set[int]:
     """The statuses a visitor may get for another team's id (and must get for a missing one)."""
     if visitor.anonymous:
         return {303} if route.is_page else {401}
+    if visitor.api_by_cookie and not route.is_page and (route.method != "GET" or str(route) in BEARER_ONLY):
+        return {401}  # the API takes the cookie for reads only
     if str(route) in SERVER_ADMIN_ONLY:
         return {403}
     if str(route) in LEAVES_OUT:
