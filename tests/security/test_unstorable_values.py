@@ -99,3 +99,10 @@ def test_confining_a_path_with_a_nul_is_a_field_error_not_a_crash(tmp_path: Path
     with pytest.raises(FieldErrors) as refused:
         confined(tmp_path, "checkpoints/\x00step-1", field="path")
     assert [error["field"] for error in refused.value.detail] == ["path"]
+
+
+@pytest.mark.parametrize("value", [str(2**64), str(-(2**63) - 1), "9" * 5000])
+def test_a_query_integer_beyond_64_bits_is_422_naming_the_parameter(db_harness: Harness, value: str) -> None:
+    job_id = db_harness.submit_ok({"name": "listed"})
+    url = f"/api/v1/jobs/{job_id}/samples"
+    assert _fields(db_harness.client.get(url, params={"offset": value}, headers=db_harness.admin)) == ["offset"]
