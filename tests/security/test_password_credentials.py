@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from security_support import add_password_user, csrf_of, login_with_password, login_with_token, token_for
 from server_harness import Harness, Headers
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from server.models import AuditEvent, User
 
@@ -112,3 +112,19 @@ def test_every_password_change_is_in_the_audit_log(harness: Harness) -> None:
         ("member.add", "member"),
         ("user.password", None),
     ]
+
+
+def test_pages_opened_with_a_token_offer_no_password_fields(harness: Harness) -> None:
+    assert login_with_token(harness, harness.admin) == 303
+    assert 'action="/settings/password"' not in harness.client.get("/settings").text
+    assert 'name="password"' not in harness.client.get("/admin/users").text
+
+
+def test_pages_opened_with_a_password_offer_the_password_fields(harness: Harness) -> None:
+    add_password_user(harness, "pat", PASSWORD)
+    with harness.session() as session:
+        session.execute(update(User).where(User.username == "pat").values(is_admin=True))
+        session.commit()
+    assert login_with_password(harness, "pat", PASSWORD) == 303
+    assert 'action="/settings/password"' in harness.client.get("/settings").text
+    assert 'name="password"' in harness.client.get("/admin/users").text
