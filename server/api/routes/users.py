@@ -27,6 +27,9 @@ def me(session: SessionDep, caller: CallerDep) -> UserOut:
 
 @router.post("/users/me/password", status_code=status.HTTP_204_NO_CONTENT, response_class=Response)
 def change_password(body: PasswordChange, session: SessionDep, caller: WriterDep) -> Response:
+    """403 to every token (a token must not turn into a lasting credential): a password is changed, with the
+    current one, on the Settings page of a session opened by password; a first one comes from the one-time
+    setup link the server prints."""
     accounts.change_password(session, caller, body)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
