@@ -3,6 +3,7 @@ the answer: a probe job queued on the host class, the answer per executor, and e
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -173,3 +174,21 @@ def test_the_submitted_list_names_only_the_jobs_the_reader_may_see(harness: Harn
         session.commit()
     answer = harness.client.get(f"/api/v1/advice/{advice_id}", headers=lab_viewer).json()
     assert [check["job_id"] for check in answer["submitted"]] == [seen]
+
+
+def test_a_job_page_whose_advice_the_reader_cannot_see_opens_without_the_prediction(harness: Harness) -> None:
+    both = harness.add_user("lena", "lab")
+    studio_viewer = harness.add_user("vic", "studio", "viewer")
+    harness.join("lena", "studio")
+    advice_id = _answered_in(harness, both, "lab")
+    studio_job = harness.submit({**SPEC_DATA, "name": "studio's own"}, both, team="studio").json()["id"]
+    with harness.session() as session:  # linked to lab's advice, as the old server let a job be
+        session.get_one(Job, studio_job).advice_id = advice_id
+        session.commit()
+    login = harness.client.get("/login").text
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', login)
+    assert csrf is not None
+    token = studio_viewer["Authorization"].removeprefix("Bearer ")
+    form = {"token": token, "csrf_token": csrf.group(1)}
+    assert harness.client.post("/login", data=form, follow_redirects=False).status_code == 303
+    assert harness.client.get(f"/jobs/{studio_job}").status_code == 200
