@@ -61,13 +61,19 @@ def test_digenrl_streams_one_step_stale_units_from_one_generator_to_one_trainer(
     assert second["executor/weight_bytes"] > 0 and (tmp_path / "out" / "model").exists()
 
 
-def test_lean_retain_falls_back_before_exceeding_its_graph_budget(tmp_path: Path, sfumato_home: Path) -> None:
-    guarded = {"name": "lean_retain", "max_retained_graphs": 4, "on_memory_guard": "native"}
+@pytest.mark.parametrize("fallback", ["native", "lean_reweight"])
+def test_lean_retain_falls_back_before_exceeding_its_graph_budget(
+    tmp_path: Path, sfumato_home: Path, fallback: str
+) -> None:
+    guarded = {"name": "lean_retain", "max_retained_graphs": 4, "on_memory_guard": fallback}
     spec = audit_spec(executor=guarded)
     run(write_spec(tmp_path / "guarded.json", spec), tmp_path / "guarded", resume=False)
     (metrics,) = read_metrics(tmp_path / "guarded")
     assert metrics["executor/memory_guard_fallback"] == 1.0
-    assert "executor/retained_graphs" not in metrics  # native's schedule ran, holding no rollout graph
+    if fallback == "native":
+        assert "executor/retained_graphs" not in metrics  # native's schedule ran, holding no rollout graph
+    else:  # lean_reweight's schedule ran: one graph at a time and its advantage check, not retain's 4 x 3 graphs
+        assert metrics["executor/retained_graphs"] == 1 and "executor/adv_abs_max_assumed" in metrics
 
 
 @pytest.mark.slow

@@ -79,9 +79,9 @@ def read_metrics(output_dir: Path) -> list[dict[str, float]]:
 
 
 def torchrun(
-    tmp_path: Path, home: Path, spec: dict[str, Any], *command: str, timeout: int = 150
+    tmp_path: Path, home: Path, spec: dict[str, Any], *command: str, timeout: int = 150, ranks: int = 2
 ) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc-per-node 2 -m trainer <command> --spec …`` with two gloo ranks."""
+    """``torchrun --nproc-per-node <ranks> -m trainer <command> --spec …`` with gloo ranks (two by default)."""
     spec_path = write_spec(tmp_path / "spec.json", spec)
     env = {**os.environ, "SFUMATO_HOME": str(home)}
     env.pop("SFUMATO_API_URL", None)
@@ -92,7 +92,7 @@ def torchrun(
             "torch.distributed.run",
             "--standalone",
             "--nproc-per-node",
-            "2",
+            str(ranks),
             "-m",
             "trainer",
             *command,
