@@ -41,7 +41,7 @@ def test_the_audit_refuses_an_executor_it_does_not_know_and_lists_those_it_does(
 def test_with_a_kl_on_lora_the_audit_moves_the_zero_b_matrices_off_the_reference(
     tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
 ) -> None:
-    """Every tensor gets 0.05 × its RMS; B (all zeros) takes the RMS of all trainable weights, so the relative
+    """Every tensor gets 0.05 times its RMS; B (all zeros) takes the RMS of all trainable weights, so the relative
     move lies between 0.05 (B contributing nothing) and 0.05·√2 (B as large as the rest together)."""
     spec = audit_spec(
         model={"finetune": "lora", "lora_rank": 4},
