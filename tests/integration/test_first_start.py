@@ -1,4 +1,5 @@
-"""First start of `sfumato up`: the admin token is printed last, set apart, after the worker's banner."""
+"""First start of `sfumato up`: the admin token and then the admin's one-time password setup link are printed
+last, set apart, after the worker's banner."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_the_admin_token_is_printed_last_after_the_worker_s_banner(tmp_path: Pat
     log = platform.logs / "up.log"
     try:
         platform.start("up", [sys.executable, "-m", "sfumato.cli", "up", "--port", str(platform.port)])
-        platform.wait_for("the admin token", lambda: "log in at" in log.read_text(errors="replace"))
+        platform.wait_for("the setup link", lambda: "/setup-password?code=" in log.read_text(errors="replace"))
     finally:
         platform.stop()
     text = log.read_text(errors="replace")
@@ -31,3 +32,5 @@ def test_the_admin_token_is_printed_last_after_the_worker_s_banner(tmp_path: Pat
         == f"log in at http://127.0.0.1:{platform.port}/login with it, or: sfumato login --url http://127.0.0.1:{platform.port}"
     )
     assert set(block[2]) == {"─"}
+    link = text.index(f"http://127.0.0.1:{platform.port}/setup-password?code=")
+    assert token < link
