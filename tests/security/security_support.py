@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi.testclient import TestClient
+from platform_harness import REPO, free_port
 from server_harness import Harness, Headers, Response, bearer, png_bytes
 from sqlalchemy import select
 
@@ -17,6 +23,7 @@ from server.services.accounts import create_user
 from server.services.auth import Caller, ensure_admin
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
 from sfumato.app import create_app
+from sfumato.cli.process_groups import wait_until_healthy
 
 XSS = "<script>alert('x')</script>"
 
@@ -99,3 +106,24 @@ def serve(settings: Settings) -> Iterator[Harness]:
             token = ensure_admin(session, settings)
         assert token is not None
         yield Harness(client, app.state.sessionmaker, settings, bearer(token))
+
+
+@contextmanager
+def bootstrapped_server(tmp_path: Path, **env: str) -> Iterator[tuple[str, Path]]:
+    """`sfumato server --bootstrap` (one process) on an embedded platform under `tmp_path`, with `env` over this
+    environment less its database, admin password and secret key; its URL and its log, once it answers."""
+    environ = {**os.environ, "SFUMATO_HOME": str(tmp_path / "home")}
+    for name in ("SFUMATO_DATABASE_URL", "SFUMATO_ADMIN_PASSWORD", "SFUMATO_SECRET_KEY"):
+        environ.pop(name, None)
+    port = free_port()
+    argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port), "--workers", "1", "--bootstrap"]
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, env=environ | env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, proc, log)
+        yield url, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -7,10 +7,7 @@ SETUP_LINK_HOURS and works once; using it logs the user in with the new password
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,15 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 from itsdangerous import TimestampSigner
-from platform_harness import free_port
-from security_support import csrf_of, login_with_password
+from security_support import bootstrapped_server, csrf_of, login_with_password
 from server_harness import Harness
 from sqlalchemy import select
 
 from server.models import AuditEvent
 from server.services.errors import ServiceError
 from server.services.password_setup import SETUP_LINK_HOURS, first_password_link, redeem_setup_link
-from sfumato.cli.process_groups import wait_until_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 CHOSEN = "the admin's first password"
@@ -137,26 +132,12 @@ def test_two_requests_with_one_link_set_one_password(db_harness: Harness) -> Non
 
 
 def test_sfumato_server_prints_the_link_at_first_start_and_it_opens_the_admin_account(tmp_path: Path) -> None:
-    port = free_port()
-    env = {**os.environ, "SFUMATO_HOME": str(tmp_path / "home")}
-    for name in ("SFUMATO_DATABASE_URL", "SFUMATO_ADMIN_PASSWORD", "SFUMATO_SECRET_KEY"):
-        env.pop(name, None)
-    argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port), "--workers", "1", "--bootstrap"]
-    log = tmp_path / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, proc, log)
+    with bootstrapped_server(tmp_path) as (url, log), httpx.Client(base_url=url) as browser:
         printed = re.search(rf"{re.escape(url)}(/setup-password\?code=\S+)", log.read_text())
         assert printed, log.read_text()
-        with httpx.Client(base_url=url) as browser:
-            page = browser.get(printed.group(1))
-            code = re.search(r'name="code" value="([^"]+)"', page.text)
-            assert page.status_code == 200 and code
-            form = {"code": code.group(1), "new_password": CHOSEN, "csrf_token": csrf_of(page.text)}
-            assert browser.post("/setup-password", data=form, follow_redirects=True).status_code == 200  # /settings
-            assert browser.get("/admin/users").status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        page = browser.get(printed.group(1))
+        code = re.search(r'name="code" value="([^"]+)"', page.text)
+        assert page.status_code == 200 and code
+        form = {"code": code.group(1), "new_password": CHOSEN, "csrf_token": csrf_of(page.text)}
+        assert browser.post("/setup-password", data=form, follow_redirects=True).status_code == 200  # /settings
+        assert browser.get("/admin/users").status_code == 200

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from platform_harness import free_port
-
-from sfumato.cli.process_groups import wait_until_healthy
+from security_support import bootstrapped_server
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
@@ -41,20 +39,8 @@ def test_sfumato_server_and_worker_on_postgres_refuse_a_published_key_naming_it(
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[str]:
     """`sfumato server --bootstrap` on an embedded platform, the admin with a password."""
-    port = free_port()
-    env = {**os.environ, "SFUMATO_HOME": str(tmp_path / "home"), "SFUMATO_ADMIN_PASSWORD": PASSWORD}
-    env.pop("SFUMATO_DATABASE_URL", None)
-    argv = [sys.executable, "-m", "sfumato.cli", "server", "--port", str(port), "--workers", "1", "--bootstrap"]
-    log = tmp_path / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, proc, log)
+    with bootstrapped_server(tmp_path, SFUMATO_ADMIN_PASSWORD=PASSWORD) as (url, _log):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_x_forwarded_for_from_a_local_client_does_not_reset_the_login_limit(live_server: str) -> None:
