@@ -38,6 +38,14 @@ def test_zero_std_group_gets_zero_advantage_and_is_counted() -> None:
     assert adv.zero_std_frac == 0.5
 
 
+def test_a_group_std_of_exactly_the_tolerance_still_counts_as_zero_std() -> None:
+    """Rewards 0 and 2·10⁻¹² (float64) deviate by ±10⁻¹² from their mean, so the group std is 10⁻¹² exactly."""
+    rewards = torch.tensor([0.0, 2e-12, 0.1, 0.9], dtype=torch.float64)
+    groups = torch.tensor([0, 0, 1, 1])
+    adv = group_advantages(rewards, groups, global_std=False, clip=5.0)
+    assert adv.zero_std_frac == 0.5
+
+
 def test_global_std_advantage_clip_bites() -> None:
     rewards = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 100.0] + [0.0] * 30)
     groups = torch.arange(40) // 10

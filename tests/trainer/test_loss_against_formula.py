@@ -16,6 +16,7 @@ from tests.trainer.conftest import sd3_sigmas
 from trainer.algorithms.registry import make_algorithm
 from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.sampling.sde_step import sde_step
+from trainer.sampling.step_grid import StepGrid
 from trainer.spec import AlgorithmSpec
 
 RATIOS = (0.5, 0.9, 1.1, 2.0)
@@ -152,8 +153,9 @@ def test_every_kl_form_divides_the_mean_gap_by_its_own_variance(name: str, sampl
     generator = torch.Generator().manual_seed(3)
     x, v, v_ref = (torch.randn(3, 2, 2, 2, generator=generator) for _ in range(3))
     index = torch.tensor([0, 4, 7])
-    policy = sde_step(v, x, index, sigmas, algorithm.sde_kind, algorithm.level, x_next=x)
-    reference = sde_step(v_ref, x, index, sigmas, algorithm.sde_kind, algorithm.level, x_next=x)
+    grid = StepGrid.build(sigmas, algorithm.sde_kind, algorithm.level)
+    policy = sde_step(v, x, index, grid, x_next=x)
+    reference = sde_step(v_ref, x, index, grid, x_next=x)
     got = float(reference_kl(policy.mean, reference.mean, algorithm.kl_std(policy)))
 
     grid_ = sigmas.tolist()
@@ -167,3 +169,20 @@ def test_every_kl_form_divides_the_mean_gap_by_its_own_variance(name: str, sampl
             divisor = kl_std if form == "flow_grpo" else tau
         rows.append(sum(gaps) / len(gaps) / (2 * divisor**2))
     assert got == pytest.approx(sum(rows) / len(rows), rel=1e-5)
+
+
+def test_a_ratio_exactly_on_the_clip_boundary_is_not_counted_as_clipped() -> None:
+    """|ρ − 1| = ε exactly (ρ = 1.25 and 0.75 with ε = 0.25, exact in float32) is inside, as flow_grpo's `>` has it."""
+    log_prob = torch.tensor([math.log(1.25), math.log(0.75)], dtype=torch.float32)
+    terms = clipped_policy_loss(log_prob, torch.zeros(2), torch.tensor([1.0, -1.0]), 0.25)
+    assert terms.ratio.tolist() == [1.25, 0.75]
+    assert terms.clipped.tolist() == [False, False]
+
+
+def test_the_reported_ratio_is_the_detached_exp_of_the_log_prob_gap() -> None:
+    ratios, advantages = grid()
+    old = torch.full((len(ratios),), -1.25)
+    log_prob = (old.double() + torch.tensor(ratios, dtype=torch.float64).log()).float().requires_grad_(True)
+    terms = clipped_policy_loss(log_prob, old, torch.tensor(advantages), 0.2)
+    assert terms.ratio.tolist() == pytest.approx(ratios, rel=1e-6)
+    assert not terms.ratio.requires_grad
