@@ -3,16 +3,14 @@ accepted because only the length was checked.
 
 A key now needs 32 bytes and an estimated 128 bits of entropy (server.key_strength: repeats, runs and common
 words count as one character; a key of words counts each as a Diceware word). The server and the worker refuse a
-weak key at start, naming SFUMATO_SECRET_KEY and `sfumato keygen` (tests/cli/test_keygen.py).
+weak key at start, naming SFUMATO_SECRET_KEY and `sfumato keygen` (test_server_process.py; the keys:
+tests/cli/test_keygen.py).
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +19,6 @@ from server.config import Settings
 from server.key_strength import estimated_bits
 from server.secret_key import MIN_KEY_BITS, WeakSecretKey, key_problem, session_secret_key
 
-REPO = Path(__file__).resolve().parents[2]
-UNREACHED_POSTGRES = "postgresql+psycopg://sfumato@127.0.0.1:1/sfumato"
 WEAK_KEYS = {
     "repeated": "a" * 32,
     "placeholder": "change-me-change-me-change-me-xx",
@@ -59,19 +55,3 @@ def test_the_embedded_platform_refuses_a_weak_key_that_is_set(tmp_path: Path, ke
     settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'db.sqlite'}", secret_key=key)
     with pytest.raises(WeakSecretKey, match=r"SFUMATO_SECRET_KEY is guessable.*sfumato keygen"):
         session_secret_key(settings)
-
-
-@pytest.mark.parametrize("command", [["server", "--workers", "1"], ["worker"]], ids=["server", "worker"])
-@pytest.mark.parametrize("key", [WEAK_KEYS["repeated"], WEAK_KEYS["placeholder"]], ids=["repeated", "placeholder"])
-def test_sfumato_server_and_worker_refuse_a_guessable_key_at_start(
-    tmp_path: Path, command: list[str], key: str
-) -> None:
-    env = {**os.environ, "SFUMATO_HOME": str(tmp_path), "SFUMATO_DATABASE_URL": UNREACHED_POSTGRES}
-    env["SFUMATO_SECRET_KEY"] = key
-    done = subprocess.run(
-        [sys.executable, "-m", "sfumato.cli", *command],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    said = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == 2
-    assert "SFUMATO_SECRET_KEY is guessable" in said and "sfumato keygen" in said

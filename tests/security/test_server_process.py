@@ -1,5 +1,6 @@
 """Attacks 1 and 6 against the real `sfumato server` process: it (and `sfumato worker`) refuses a weak session key
-on PostgreSQL, and its login limit is not reset by X-Forwarded-For (uvicorn believed it from any local client)."""
+(published, or guessable: tests/security/test_key_strength.py) on PostgreSQL, and its login limit is not reset by
+X-Forwarded-For (uvicorn believed it from any local client)."""
 
 from __future__ import annotations
 
@@ -19,21 +20,32 @@ PASSWORD = "correct horse battery"
 
 
 @pytest.mark.parametrize("command", [["server", "--workers", "1"], ["worker"]], ids=["server", "worker"])
-def test_sfumato_server_and_worker_on_postgres_refuse_a_published_key_naming_it(
-    tmp_path: Path, command: list[str]
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("change-me", "is a published placeholder"),
+        ("a" * 32, "is guessable"),  # issue 33, "Why" 11: these two started the server
+        ("change-me-change-me-change-me-xx", "is guessable"),
+    ],
+    ids=["published", "repeated", "placeholder_words"],
+)
+def test_sfumato_server_and_worker_on_postgres_refuse_a_weak_key_naming_it_and_keygen(
+    tmp_path: Path, command: list[str], key: str, problem: str
 ) -> None:
     """The server signs page sessions with it, the worker the node tokens of multi-node jobs."""
     env = {
         **os.environ,
         "SFUMATO_HOME": str(tmp_path),
         "SFUMATO_DATABASE_URL": "postgresql+psycopg://sfumato@127.0.0.1:1/sfumato",
-        "SFUMATO_SECRET_KEY": "change-me",
+        "SFUMATO_SECRET_KEY": key,
     }
     done = subprocess.run(
         [sys.executable, "-m", "sfumato.cli", *command],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert done.returncode == 2 and "SFUMATO_SECRET_KEY" in done.stdout + done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2
+    assert f"SFUMATO_SECRET_KEY {problem}" in said and "SFUMATO_SECRET_KEY=$(sfumato keygen)" in said
 
 
 @pytest.fixture
