@@ -3,7 +3,6 @@ reconnect, training goes on through the outage, and every job ends; none is left
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -13,6 +12,12 @@ from sqlalchemy import create_engine, text
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
 TOTAL_STEPS = 4
+
+
+def job_read_fails(cluster: Cluster, job_id: int) -> bool:
+    """The server answers a read that needs the database with a server error: the outage is felt."""
+    with cluster.platform.client() as http:
+        return http.get(f"/api/v1/jobs/{job_id}").status_code >= 500
 
 
 def test_every_job_ends_after_a_database_restart(
@@ -26,7 +31,7 @@ def test_every_job_ends_after_a_database_restart(
                      timeout=90)  # fmt: skip
 
     own_postgres.stop()
-    time.sleep(2)
+    cluster.wait_for("the server to meet the outage", lambda: job_read_fails(cluster, jobs[0]), timeout=30)
     own_postgres.start()
 
     for job_id in jobs:

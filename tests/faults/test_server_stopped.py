@@ -3,19 +3,24 @@ every step's metrics and every sample arrive, once."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from fault_harness import Cluster, steps_off_per_key, stored_points, tiny_spec
 
+from server.config import Settings
+from server.services.job_runs import job_run_dir
+from trainer.run import METRICS_FILE
+
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
 TOTAL_STEPS = 6
-# The issue's outage: the trainer finishes steps (1-3 s each here), maybe all of them, with nowhere to send
-# them; a finished trainer waits for the server to take its last events (reporter CLOSE_TIMEOUT_S).
-OUTAGE_SECONDS = 20
+# The issue's outage lasts until the trainer has finished every step with nowhere to send them (its run
+# folder's metrics.jsonl has them all); a finished trainer waits for the server to take its last events
+# (reporter CLOSE_TIMEOUT_S).
+OUTAGE_TIMEOUT_SECONDS = 120
 
 
 def test_metrics_and_samples_sent_while_the_server_is_down_arrive_once_after_it_returns(
@@ -26,7 +31,13 @@ def test_metrics_and_samples_sent_while_the_server_is_down_arrive_once_after_it_
     cluster.wait_for("the first step", lambda: cluster.job(job_id)["step"] >= 1, timeout=90)
 
     cluster.stop("server")
-    time.sleep(OUTAGE_SECONDS)
+    home = Path(cluster.platform.env["SFUMATO_HOME"])
+    logged = job_run_dir(Settings(home=home).resolved_artifact_root(), job_id) / METRICS_FILE
+    cluster.wait_for(
+        "the trainer to finish every step while the server is down",
+        lambda: logged.exists() and len(logged.read_text().splitlines()) == TOTAL_STEPS,
+        timeout=OUTAGE_TIMEOUT_SECONDS,
+    )
     cluster.start_server()
 
     done = cluster.wait_done(job_id, timeout=120)

@@ -100,20 +100,44 @@ def test_metrics_arrive_batched_with_the_job_token(tmp_path: Path, port: int) ->
 
 def test_server_away_spools_then_flushes_when_it_returns(tmp_path: Path, port: int) -> None:
     reporter = make_reporter(tmp_path, port)
-    started = time.monotonic()
     reporter.metrics(1, {"reward/mean": 0.1})
     reporter.metrics(2, {"reward/mean": 0.2})
     wait_for(lambda: (tmp_path / SPOOL_NAME).exists())
-    assert time.monotonic() - started < 2.0  # the training thread never waited on the network
     server = Server(port)
     try:
-        time.sleep(0.6)  # past the first back-off
+        wait_for(lambda: metric_steps() == [1, 2])  # the spool flushed once the server returned
         reporter.metrics(3, {"reward/mean": 0.3})
         wait_for(lambda: metric_steps() == [1, 2, 3])
         reporter.close()
     finally:
         server.stop()
     assert not (tmp_path / SPOOL_NAME).exists()
+
+
+def test_training_goes_on_while_a_request_to_a_silent_server_hangs(tmp_path: Path, port: int) -> None:
+    """The server takes the connection and never answers: the training thread's next steps are spooled at
+    once, not after the request's timeout (600 s here)."""
+    with socket.create_server(("127.0.0.1", port)) as silent:
+        reporter = Reporter(tmp_path, f"http://127.0.0.1:{port}", "job-7", 2, "secret", batch_interval_s=0.05,
+                            timeout_s=600, retries=0)  # fmt: skip
+        reporter.metrics(1, {"reward/mean": 0.1})
+        hanging, _ = silent.accept()  # the reporter's request is in flight
+        trained = threading.Event()
+
+        def train() -> None:
+            reporter.metrics(2, {"reward/mean": 0.2})
+            reporter.metrics(3, {"reward/mean": 0.3})
+            trained.set()
+
+        threading.Thread(target=train, daemon=True).start()
+        try:
+            assert trained.wait(timeout=30), "a training step waited on the hanging request"
+            spooled = [json.loads(line)["json"] for line in (tmp_path / SPOOL_NAME).read_text().splitlines()]
+            assert [point["step"] for batch in spooled for point in batch["steps"]] == [1, 2, 3]
+        finally:
+            hanging.close()
+            silent.close()  # requests still waiting to be taken are refused
+            reporter.close(timeout_s=1)
 
 
 def test_unsent_events_stay_in_the_spool_when_the_server_never_returns(tmp_path: Path, port: int) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
+from platform_harness import still_alive_after
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -87,6 +90,14 @@ def test_the_command_and_the_exit_code_join_the_job_s_logs_under_stream_worker(f
     assert outcome.unsaved_logs == [("worker", "exit code 3")]  # stored with the node's end (tasks.finish)
 
 
+def exits(pid: int) -> bool:
+    """The process is gone, or goes within 10 s (its parent's end reaches it through the process group)."""
+    try:
+        return still_alive_after([psutil.Process(pid)], timeout=10) == []
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_cancel_terminates_the_trainer_and_its_children(factory, plan, tmp_path: Path):
     child_pid_file = tmp_path / "child.pid"
     script = (
@@ -97,17 +108,13 @@ def test_cancel_terminates_the_trainer_and_its_children(factory, plan, tmp_path:
         "time.sleep(60)\n"
     )
     canceller = request_cancel_when_running(factory, plan.job_id)
-    started = time.monotonic()
 
     outcome = run(factory, plan, script)
     canceller.join()
 
     assert outcome.stopped_for == job_runs.STOP_CANCEL
-    assert outcome.exit_code != 0
-    assert time.monotonic() - started < 15
-    child = int(child_pid_file.read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert outcome.exit_code == -signal.SIGTERM  # stopped in its sleep, which would have ended with 0
+    assert exits(int(child_pid_file.read_text())), "the trainer's child outlived the cancel"
 
 
 def test_a_trainer_that_ignores_sigterm_is_killed_after_the_grace_period(factory, plan):
@@ -118,13 +125,11 @@ def test_a_trainer_that_ignores_sigterm_is_killed_after_the_grace_period(factory
         "time.sleep(60)\n"
     )
     canceller = request_cancel_when_running(factory, plan.job_id)
-    started = time.monotonic()
 
     outcome = run(factory, plan, script, grace=1.0)
     canceller.join()
 
-    assert outcome.exit_code == -9
-    assert time.monotonic() - started < 10
+    assert outcome.exit_code == -signal.SIGKILL  # killed in its sleep, which would have ended with 0
     assert "SIGKILL" in plan.log_path.read_text()
 
 
