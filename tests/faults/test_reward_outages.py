@@ -5,13 +5,14 @@ infrastructure failure, retried as for a lost host, and the job fails naming the
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import Cluster, steps_off_per_key, tiny_spec
+from fault_harness import Cluster, steps_off_per_key, stored_points, tiny_spec
 from platform_harness import free_port
 
 pytestmark = pytest.mark.slow  # real server, scheduler, worker, reward server and trainers
@@ -51,10 +52,14 @@ def service_log(cluster: Cluster, service_id: int) -> str:
     return "".join(path.read_text(errors="replace") for path in sorted(folder.glob("*.log")))
 
 
-def trainer_steps(cluster: Cluster, job_id: int) -> int:
-    """Steps the trainer has finished, from its own metrics file in the job's run folder (the API may be down)."""
+def trainer_metrics(cluster: Cluster, job_id: int) -> list[dict[str, float]]:
+    """The trainer's own record of its steps, in the job's run folder (readable while the API is down)."""
     metrics = Path(cluster.platform.env["SFUMATO_HOME"]) / "artifacts" / "jobs" / str(job_id) / "metrics.jsonl"
-    return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+    return [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+
+
+def trainer_steps(cluster: Cluster, job_id: int) -> int:
+    return len(trainer_metrics(cluster, job_id))
 
 
 def assert_succeeded_with_every_step_once(cluster: Cluster, postgres_url: str, job_id: int) -> None:
@@ -62,6 +67,9 @@ def assert_succeeded_with_every_step_once(cluster: Cluster, postgres_url: str, j
     assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
     assert done["attempt"] == 1  # waited out, not retried
     assert steps_off_per_key(postgres_url, job_id, TOTAL_STEPS) == {}  # no key lost or doubled a step
+    logged = {key for row in trainer_metrics(cluster, job_id) for key in row} - {"step"}
+    stored = {key for key, _step, _attempt, _superseded in stored_points(postgres_url, job_id)}
+    assert logged and logged <= stored, f"keys the trainer logged but the database lacks: {logged - stored}"
 
 
 def test_a_reward_server_killed_mid_job_is_restarted_and_the_job_succeeds_with_every_step_once(
