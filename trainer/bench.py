@@ -39,7 +39,6 @@ from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
 from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
-from trainer.sampling.sde_step import sde_step
 from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
 from trainer.spec.cost_model import UnitCosts, step_cost
 
@@ -50,18 +49,16 @@ REPEATS = 7
 def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float]]:
     """Median F, F_g and backward of one step forward, and D, at each row count (step 0, one prompt),
     measured round-robin across shapes so load drift spreads over all of them."""
-    family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
+    family, denoiser = job.family, job.denoiser
 
     def forward_of(rows: int) -> tuple[Any, torch.Tensor]:
         cond, uncond = job.conditioning(["a red apple"] * rows), job.unconditional(rows)
         x = torch.randn(rows, *family.latent_shape, generator=torch.Generator().manual_seed(0)).to(job.dist.device)
-        index = torch.zeros(rows, dtype=torch.long)
-        sigma = algorithm.sigmas[index].float().to(x.device)
+        index = denoiser.grid.index(0, rows)
         ones = torch.ones(rows, device=x.device)
 
         def forward() -> torch.Tensor:
-            velocity = family.velocity(job.policy, x, sigma, cond, uncond, cfg)
-            out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x + 0.01)
+            out = denoiser.toward(job.policy, x, index, cond, uncond, x + 0.01)
             return clipped_policy_loss(out.log_prob, out.log_prob.detach(), ones, 1e-4).loss
 
         return forward, x

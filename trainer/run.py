@@ -163,7 +163,7 @@ def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter |
     seeds = [s for _ in spec.prompts.eval for s in range(spec.samples.count)]
     cond = job.conditioning(prompts)
     uncond = job.unconditional(len(prompts))
-    images = sample_ode(job.family, job.policy, job.algorithm.sigmas, cond, uncond, spec.algorithm.cfg_scale, seeds)
+    images = sample_ode(job.denoiser, job.policy, cond, uncond, seeds)
     if not job.dist.is_main:
         return
     totals, _ = job.reward(images, prompts)

@@ -21,5 +21,6 @@ def step_generator(seed: int, step: int, purpose: str) -> torch.Generator:
     return torch.Generator().manual_seed(stream_seed(seed, step, purpose))
 
 
-def sample_generator(seed: int, step: int, sample_id: int) -> torch.Generator:
-    return torch.Generator().manual_seed(stream_seed(seed, step, "sample", sample_id))
+def sample_seed(seed: int, step: int, sample_id: int) -> int:
+    """The seed of one sample's noise stream (trainer/sampling/noise.py draws it on the job's device)."""
+    return stream_seed(seed, step, "sample", sample_id)

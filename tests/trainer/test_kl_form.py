@@ -8,6 +8,7 @@ import torch
 from trainer.algorithms.registry import make_algorithm
 from trainer.loss import reference_kl
 from trainer.sampling.sde_step import sde_step
+from trainer.sampling.step_grid import StepGrid
 from trainer.spec import AlgorithmSpec
 
 # σ = 1, 0.75, 0.5, 0.25, 0; the step from σ = 0.5 (i = 2): Δ = −0.25, Flash-GRPO's g = σ_1 σ = 0.375.
@@ -22,8 +23,9 @@ def flash_kl(**fields: object) -> float:
     spec = AlgorithmSpec(name="flash_grpo", sampling_steps=4, **fields)  # type: ignore[arg-type]
     algorithm = make_algorithm(spec, SIGMAS, seed=0)
     x, index = torch.zeros(1, 2, 3, 3), torch.tensor([2])
-    policy = sde_step(torch.ones_like(x), x, index, SIGMAS, algorithm.sde_kind, spec.noise_level, x_next=x)
-    reference = sde_step(torch.zeros_like(x), x, index, SIGMAS, algorithm.sde_kind, spec.noise_level, x_next=x)
+    grid = StepGrid.build(SIGMAS, algorithm.sde_kind, spec.noise_level)
+    policy = sde_step(torch.ones_like(x), x, index, grid, x_next=x)
+    reference = sde_step(torch.zeros_like(x), x, index, grid, x_next=x)
     return float(reference_kl(policy.mean, reference.mean, algorithm.kl_std(policy)))
 
 

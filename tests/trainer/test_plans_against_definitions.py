@@ -15,6 +15,7 @@ from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed
 from trainer.layout import SampleBatch, step_batch
 from trainer.sampling.sde_step import diffusion_coefficient, score_factor, sde_step
+from trainer.sampling.step_grid import StepGrid
 from trainer.spec import AlgorithmSpec
 
 SINGLE = Distributed(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
@@ -74,13 +75,15 @@ def test_the_sd3_5_schedule_and_flow_grpo_s_coefficients_are_the_worked_table_s(
         assert reference_g("flow_grpo", grid, i, 0.7) == pytest.approx(g, abs=6e-4), i
         assert float(diffusion_coefficient("flow_grpo", sigmas, index, 0.7)) == pytest.approx(g, abs=6e-4), i
         x = torch.zeros(1, 1, 2, 2)
-        gaussian = sde_step(x, x, index, sigmas, "flow_grpo", 0.7, x_next=x)
+        gaussian = sde_step(x, x, index, StepGrid.build(sigmas, "flow_grpo", 0.7), x_next=x)
         assert float(gaussian.tau) == pytest.approx(tau, abs=6e-4) and float(gaussian.kl_std) == pytest.approx(
             g, abs=6e-4
         )
         assert float(score_factor("flow_grpo", sigmas, index, 0.7)) == pytest.approx(c, abs=6e-4), i
         if i < 9:  # the last CPS step has τ = 0: deterministic, no density
-            assert float(sde_step(x, x, index, sigmas, "cps", 0.7, x_next=x).tau) == pytest.approx(cps_tau, abs=6e-4)
+            assert float(sde_step(x, x, index, StepGrid.build(sigmas, "cps", 0.7), x_next=x).tau) == pytest.approx(
+                cps_tau, abs=6e-4
+            )
 
 
 def test_flash_grpo_s_inverse_c_on_wan_s_schedule_is_the_table_its_released_script_hard_codes() -> None:

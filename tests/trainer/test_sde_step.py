@@ -9,6 +9,7 @@ import torch
 
 from tests.trainer.conftest import sd3_sigmas
 from trainer.sampling.sde_step import diffusion_coefficient, ode_step, score_factor, sde_step
+from trainer.sampling.step_grid import StepGrid
 
 
 def _inputs(rows: int = 3) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -26,10 +27,10 @@ def test_sde_log_prob_equals_normal_log_density_mean_over_dims(kind: str) -> Non
     sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([0, 4, 8])
-    out = sde_step(velocity, x, index, sigmas, kind, 0.7, noise=noise)
+    out = sde_step(velocity, x, index, StepGrid.build(sigmas, kind, 0.7), noise=noise)
     expected = torch.distributions.Normal(out.mean, out.tau.reshape(-1, 1, 1, 1)).log_prob(out.next).mean(dim=(1, 2, 3))
     assert torch.allclose(out.log_prob, expected, atol=1e-6, rtol=0)
-    replay = sde_step(velocity, x, index, sigmas, kind, 0.7, x_next=out.next)
+    replay = sde_step(velocity, x, index, StepGrid.build(sigmas, kind, 0.7), x_next=out.next)
     assert torch.equal(replay.log_prob, out.log_prob)
 
 
@@ -41,7 +42,7 @@ def test_mean_matches_the_reference_coefficients_m_and_h() -> None:
     g = 0.7 * math.sqrt(s / (1 - s))
     m = 1 + g * g * d / (2 * s)
     h = d * (1 + g * g * (1 - s) / (2 * s))
-    out = sde_step(velocity, x, torch.tensor([i]), sigmas, "flow_grpo", 0.7, noise=noise)
+    out = sde_step(velocity, x, torch.tensor([i]), StepGrid.build(sigmas, "flow_grpo", 0.7), noise=noise)
     assert torch.allclose(out.mean, m * x + h * velocity, atol=1e-5)
     assert math.isclose(float(out.tau), g * math.sqrt(-d), rel_tol=1e-6)
 
@@ -58,16 +59,16 @@ def test_vanishing_noise_level_gives_the_ode_step(kind: str) -> None:
     sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([1, 5, 9])
-    out = sde_step(velocity, x, index, sigmas, kind, 1e-7, noise=noise)
-    assert torch.allclose(out.next, ode_step(velocity, x, index, sigmas), atol=1e-5)
+    out = sde_step(velocity, x, index, StepGrid.build(sigmas, kind, 1e-7), noise=noise)
+    assert torch.allclose(out.next, ode_step(velocity, x, index, StepGrid.build(sigmas, "flow_grpo", 0.0)), atol=1e-5)
 
 
 def test_cps_with_zero_level_is_the_ode_step_and_log_prob_has_no_constants() -> None:
     sigmas = sd3_sigmas(10)
     velocity, x, noise = _inputs()
     index = torch.tensor([0, 4, 8])
-    out = sde_step(velocity, x, index, sigmas, "cps", 0.0, noise=noise)
-    assert torch.allclose(out.next, ode_step(velocity, x, index, sigmas), atol=1e-5)
+    out = sde_step(velocity, x, index, StepGrid.build(sigmas, "cps", 0.0), noise=noise)
+    assert torch.allclose(out.next, ode_step(velocity, x, index, StepGrid.build(sigmas, "flow_grpo", 0.0)), atol=1e-5)
     assert torch.equal(out.log_prob, torch.zeros(3))
 
 

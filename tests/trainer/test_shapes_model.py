@@ -18,6 +18,8 @@ from trainer.models.sd3 import SD3Family
 from trainer.models.shapes_dataset import PALETTE, ShapeScene
 from trainer.rewards.orange_background import background_color
 from trainer.rollout import sample_ode
+from trainer.sampling.denoising_step import DenoisingStep
+from trainer.sampling.step_grid import StepGrid
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = json.loads((REPO / "examples" / "shapes-demo.json").read_text())["algorithm"]
@@ -44,9 +46,9 @@ def samples(sfumato_home: Path) -> torch.Tensor:
     prompts = [scene.caption for scene in SCENES for _ in SEEDS]
     cond = family.encode_prompts(prompts)
     uncond = family.encode_prompts([""] * len(prompts))
-    sigmas = family.sigmas(DEMO["sampling_steps"])
+    grid = StepGrid.build(family.sigmas(DEMO["sampling_steps"]), "flow_grpo", 0.0)  # the Euler steps use Δ alone
     seeds = [seed for _ in SCENES for seed in SEEDS]
-    images = sample_ode(family, family.transformer, sigmas, cond, uncond, DEMO["cfg_scale"], seeds)
+    images = sample_ode(DenoisingStep(family, grid, DEMO["cfg_scale"]), family.transformer, cond, uncond, seeds)
     return images.reshape(len(SCENES), len(SEEDS), *images.shape[1:])
 
 

@@ -44,7 +44,7 @@ from trainer.job import Scores, TrainingJob
 from trainer.layout import SampleBatch, step_batch
 from trainer.models.base import Conditioning
 from trainer.prompts import load_prompts
-from trainer.rollout import Trajectory, rollout
+from trainer.rollout import Trajectory, rollout, sample_noise
 from trainer.spec import DigenrlOptions
 
 UNIT_TAG, WEIGHT_TAG = 11, 12
@@ -131,17 +131,15 @@ class DigenrlExecutor(Executor):
             total = job.replay.scores.total[rows]
             parts = {name: scores[rows] for name, scores in job.replay.scores.parts.items()}
         else:
+            noise = sample_noise(job.algorithm.seed, batch.step, batch.sample_ids[rows].tolist(), job.dist.device)
             with torch.no_grad():
                 trajectory = rollout(
-                    job.family,
+                    job.denoiser,
                     job.policy,
-                    job.algorithm,
                     local_plan,
-                    batch.sample_ids[rows],
-                    batch.step,
+                    noise,
                     job.conditioning(prompts),
                     job.unconditional(len(prompts)),
-                    job.spec.algorithm.cfg_scale,
                 )
             total, parts = job.reward(trajectory.images, prompts)
             latents, log_probs = trajectory.latents, trajectory.log_probs

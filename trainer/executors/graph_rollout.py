@@ -22,9 +22,9 @@ from trainer.algorithms.base import StepPlan
 from trainer.job import TrainingJob
 from trainer.layout import SampleBatch
 from trainer.models.base import Conditioning
-from trainer.rollout import Trajectory, denoise_step, initial_noise
-from trainer.sampling.sde_step import StepOutput, sde_step
-from trainer.seeding import sample_generator
+from trainer.rollout import Trajectory, sample_noise, sde_log_probs
+from trainer.sampling.noise import SampleNoise
+from trainer.sampling.sde_step import StepOutput
 
 
 @dataclass
@@ -46,32 +46,28 @@ def reference_mean(
     x_next: torch.Tensor,
 ) -> torch.Tensor:
     """μ_ref of the same step under the reference weights (frozen copy, or LoRA disabled)."""
-    algorithm, cfg = job.algorithm, job.spec.algorithm.cfg_scale
-    sigma = algorithm.sigmas[index].float().to(x.device)
     with torch.no_grad():
         if job.reference is not None:
-            velocity = job.family.velocity(job.reference, x, sigma, cond, uncond, cfg)
-        else:
-            with job.policy.disable_adapter():  # type: ignore[operator]
-                velocity = job.family.velocity(job.policy, x, sigma, cond, uncond, cfg)
-        return sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next).mean
+            return job.denoiser.toward(job.reference, x, index, cond, uncond, x_next).mean
+        with job.policy.disable_adapter():  # type: ignore[operator]
+            return job.denoiser.toward(job.policy, x, index, cond, uncond, x_next).mean
 
 
 def rollout_with_graphs(
     job: TrainingJob, batch: SampleBatch, plan: StepPlan, rows: list[int], on_trained: Callable[[TrainedForward], None]
 ) -> Trajectory:
     """Roll out ``rows`` of the batch together; hand each trained step's forward to ``on_trained``."""
-    family, algorithm = job.family, job.algorithm
+    family, algorithm, device = job.family, job.algorithm, job.dist.device
     selected = torch.tensor(rows, dtype=torch.long)
+    on_device = selected.to(device)
     cond = job.conditioning([batch.prompts[r] for r in rows])
     uncond = job.unconditional(len(rows))
-    device = cond.hidden.device
     sde, trained = plan.sde[selected], plan.trained[selected]
     replay = job.replay.trajectory if job.replay is not None else None
-    generators = [sample_generator(algorithm.seed, batch.step, int(batch.sample_ids[r])) for r in rows]
-    x = initial_noise(generators, family.latent_shape, device) if replay is None else replay.latents[selected, 0]
+    noise = sample_noise(algorithm.seed, batch.step, [int(batch.sample_ids[r]) for r in rows], device)
+    x = noise.initial(family.latent_shape) if replay is None else replay.latents[on_device, 0]
     latents = [x]
-    log_probs = torch.full((len(rows), algorithm.steps), float("nan"), device=device)
+    log_probs = torch.empty((len(rows), algorithm.steps), device=device)
     everyone = list(range(len(rows)))
     for i in range(algorithm.steps):
         training = (trained == i).any(dim=1)
@@ -80,47 +76,42 @@ def rollout_with_graphs(
         for part, with_grad in zip(split, (True, False), strict=True):
             if not part:
                 continue
-            index = torch.tensor(part, dtype=torch.long)
+            index = torch.tensor(part, dtype=torch.long, device=device)
             part_cond, part_uncond = cond.index(index), None if uncond is None else uncond.index(index)
-            stored = None if replay is None else replay.latents[selected[index], i + 1]
+            stored = None if replay is None else replay.latents[on_device[index], i + 1]
             with torch.set_grad_enabled(with_grad):
                 step_next, out = step_rows(
-                    job, x[index], i, sde[index, i], [generators[r] for r in part], part_cond, part_uncond, stored
+                    job, x[index], i, sde[part, i].tolist(), noise.subset(part), part_cond, part_uncond, stored
                 )
-            stochastic = sde[index, i].to(device)
-            log_probs[index, i] = torch.where(stochastic, out.log_prob.detach(), log_probs[index, i])
+            log_probs[index, i] = out.log_prob.detach()
             x_next[index] = step_next.detach()
             if with_grad:
                 reference = None
                 if job.spec.algorithm.kl_beta > 0:
-                    steps = torch.full((len(part),), i, dtype=torch.long)
+                    steps = job.denoiser.grid.index(i, len(part))
                     reference = reference_mean(job, x[index], steps, part_cond, part_uncond, x_next[index])
                 on_trained(TrainedForward(i, part, out, reference))
         x = x_next
         latents.append(x)
     stacked = torch.stack(latents, dim=1)
     if replay is not None:  # the frozen old log-probs, as native's ratio sees them (its rollout's batch shape)
-        return Trajectory(stacked, replay.log_probs[selected], cond, uncond, replay.images[selected])
-    return Trajectory(stacked, log_probs, cond, uncond, family.decode(stacked[:, -1]))
+        return Trajectory(stacked, replay.log_probs[on_device], cond, uncond, replay.images[on_device])
+    return Trajectory(stacked, sde_log_probs(log_probs, sde), cond, uncond, family.decode(stacked[:, -1]))
 
 
 def step_rows(
     job: TrainingJob,
     x: torch.Tensor,
     step: int,
-    stochastic: torch.Tensor,
-    generators: list[torch.Generator],
+    stochastic: list[bool],
+    noise: SampleNoise,
     cond: Conditioning,
     uncond: Conditioning | None,
     stored_next: torch.Tensor | None,
 ) -> tuple[torch.Tensor, StepOutput]:
     """x_i → x_{i+1} for some rows, under the caller's grad mode: the rollout's own step, or in replay
     mode the step toward the stored x_{i+1}."""
-    family, algorithm, cfg = job.family, job.algorithm, job.spec.algorithm.cfg_scale
     if stored_next is None:
-        return denoise_step(family, job.policy, algorithm, x, step, stochastic, generators, cond, uncond, cfg)
-    index = torch.full((x.shape[0],), step, dtype=torch.long)
-    sigma = algorithm.sigmas[index].float().to(x.device)
-    velocity = family.velocity(job.policy, x, sigma, cond, uncond, cfg)
-    out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, stored_next)
-    return stored_next, out
+        return job.denoiser.sample(job.policy, x, step, stochastic, noise, cond, uncond)
+    index = job.denoiser.grid.index(step, x.shape[0])
+    return stored_next, job.denoiser.toward(job.policy, x, index, cond, uncond, stored_next)

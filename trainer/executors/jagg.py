@@ -116,27 +116,27 @@ class JaggExecutor(Executor):
     ) -> None:
         """One routed group: W forwards (endpoints with grad), s_j by autograd through the step
         math only, α-weighted aggregation, one joint backward through the two endpoints."""
-        job, spec = self.job, self.job.spec.algorithm
+        job = self.job
         trained = plan.trained.shape[1]
-        rows = torch.arange(trajectory.latents.shape[0])
-        sigmas = job.algorithm.sigmas
-        first, last = plan.trained[:, positions[0]], plan.trained[:, positions[-1]]
-        span = (sigmas[first] - sigmas[last]).float()
+        grid = job.denoiser.grid
+        rows = torch.arange(trajectory.latents.shape[0], device=grid.device)
+        trained_steps = plan.trained.to(grid.device)
+        first, last = trained_steps[:, positions[0]], trained_steps[:, positions[-1]]
+        span = grid.sigmas[first] - grid.sigmas[last]
         endpoints: list[torch.Tensor] = []
         upstream: list[tuple[torch.Tensor, torch.Tensor]] = []
         s_base = s_corr = None
         for j, position in enumerate(positions):
-            index = plan.trained[:, position]
+            index = trained_steps[:, position]
             x, x_next = trajectory.latents[rows, index], trajectory.latents[rows, index + 1]
-            sigma = sigmas[index].float().to(x.device)
             endpoint = j in (0, len(positions) - 1)
             with torch.set_grad_enabled(endpoint or probe):
-                velocity = job.family.velocity(job.policy, x, sigma, trajectory.cond, trajectory.uncond, spec.cfg_scale)
+                velocity = job.denoiser.velocity(job.policy, x, index, trajectory.cond, trajectory.uncond)
             proxy = velocity.detach().requires_grad_(True)
-            terms = self.step_loss(proxy, x, x_next, index, sigma, trajectory, advantages, plan)
+            terms = self.step_loss(proxy, x, x_next, index, trajectory, advantages, plan)
             (s_j,) = torch.autograd.grad(terms.loss / trained, proxy)
             report.add(terms)
-            alpha = ((sigmas[first] - sigmas[index]).float() / span).reshape(-1, *([1] * (x.dim() - 1)))
+            alpha = ((grid.sigmas[first] - grid.sigmas[index]) / span).reshape(-1, *([1] * (x.dim() - 1)))
             s_base = (1 - alpha) * s_j if s_base is None else s_base + (1 - alpha) * s_j
             s_corr = alpha * s_j if s_corr is None else s_corr + alpha * s_j
             if endpoint:
@@ -153,25 +153,21 @@ class JaggExecutor(Executor):
         x: torch.Tensor,
         x_next: torch.Tensor,
         index: torch.Tensor,
-        sigma: torch.Tensor,
         trajectory: Trajectory,
         advantages: torch.Tensor,
         plan: StepPlan,
     ) -> StepTerms:
         """Native's per-step loss (clipped surrogate + β·KL) as a function of the velocity alone."""
         job, spec = self.job, self.job.spec.algorithm
-        algorithm = job.algorithm
-        out = sde_step(proxy, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next)
-        old = trajectory.log_probs[torch.arange(x.shape[0]), index]
+        algorithm, grid = job.algorithm, job.denoiser.grid
+        out = sde_step(proxy, x, index, grid, x_next)
+        old = trajectory.log_probs[torch.arange(x.shape[0], device=grid.device), index]
         weights = None if plan.weights is None else plan.weights.to(x.device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
         if spec.kl_beta > 0:
             with torch.no_grad():
-                reference_velocity = job.reference_velocity(x, sigma, trajectory)
-                reference = sde_step(
-                    reference_velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next
-                )
+                reference = sde_step(job.reference_velocity(x, index, trajectory), x, index, grid, x_next)
             kl = reference_kl(out.mean, reference.mean, algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())

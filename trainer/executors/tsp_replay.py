@@ -39,23 +39,22 @@ def replay_unit(
     prompt = batch.prompts[unit.sample_id]
     weight = 1.0 if plan.weights is None else float(plan.weights[unit.sample_id])
     device = job.dist.device
+    latents, log_probs = unit.latents.to(device), unit.log_probs.to(device)  # one copy of the unit per replay
     clipped: list[torch.Tensor] = []
     for start in range(0, trained, width):
-        index = steps[start : start + width]
+        index = steps[start : start + width].to(device)
         rows = len(index)
-        x, x_next = unit.latents[index].to(device), unit.latents[index + 1].to(device)
-        sigma = algorithm.sigmas[index].float().to(device)
+        x, x_next = latents[index], latents[index + 1]
         cond = job.conditioning([prompt] * rows)
         uncond = job.unconditional(rows)
-        velocity = job.family.velocity(job.policy, x, sigma, cond, uncond, spec.cfg_scale)
-        out = sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next)
-        old = unit.log_probs[index].to(device)
+        out = job.denoiser.toward(job.policy, x, index, cond, uncond, x_next)
+        old = log_probs[index]
         advantages = torch.full((rows,), advantage, device=device)
         weights = None if plan.weights is None else torch.full((rows,), weight, device=device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
         if spec.kl_beta > 0:
-            reference = reference_mean(job, x, index, sigma, cond, uncond, x_next)
+            reference = reference_mean(job, x, index, cond, uncond, x_next)
             kl = reference_kl(out.mean, reference, algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         (loss * rows / (total * trained)).backward()
@@ -69,14 +68,12 @@ def reference_mean(
     job: TrainingJob,
     x: torch.Tensor,
     index: torch.Tensor,
-    sigma: torch.Tensor,
     cond: Conditioning,
     uncond: Conditioning | None,
     x_next: torch.Tensor,
 ) -> torch.Tensor:
     """μ_ref of the replayed steps under the reference weights (no grad)."""
-    algorithm = job.algorithm
     carrier = Trajectory(x, torch.empty(0), cond, uncond, torch.empty(0))
     with torch.no_grad():
-        velocity = job.reference_velocity(x, sigma, carrier)
-        return sde_step(velocity, x, index, algorithm.sigmas, algorithm.sde_kind, algorithm.level, x_next).mean
+        velocity = job.reference_velocity(x, index, carrier)
+        return sde_step(velocity, x, index, job.denoiser.grid, x_next).mean

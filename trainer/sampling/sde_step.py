@@ -3,16 +3,20 @@
 One function serves rollout and training, so the log-probs of the two paths are computed by
 the same arithmetic (the on-policy ratio must be exactly 1). The step index may differ per
 sample (DanceGRPO trains a random permutation of steps), so ``i`` is a tensor of shape [B].
-All step math is fp32 whatever the transformer's dtype.
+All step math is fp32 whatever the transformer's dtype, with the coefficients of the job's
+``StepGrid`` (step_grid.py); ``diffusion_coefficient`` and ``score_factor`` are the fp64 formulas
+the grid and the plans are computed from.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
+
+if TYPE_CHECKING:
+    from trainer.sampling.step_grid import StepGrid
 
 SdeKind = Literal["flow_grpo", "dance", "flash", "cps"]
 
@@ -55,48 +59,38 @@ def sde_step(
     velocity: torch.Tensor,
     x: torch.Tensor,
     i: torch.Tensor,
-    sigmas: torch.Tensor,
-    kind: SdeKind,
-    level: float,
+    grid: StepGrid,
     x_next: torch.Tensor | None = None,
     noise: torch.Tensor | None = None,
 ) -> StepOutput:
     """One stochastic transition x_i → x_{i+1}; with ``x_next`` given, only its log-prob.
 
-    ``noise`` (standard normal, shape of x) is used when ``x_next`` is None.
+    ``noise`` (standard normal, shape of x) is used when ``x_next`` is None. The coefficients are the
+    grid's, gathered on its device (the latents'): nothing here is built on the host.
     """
     v, x = velocity.float(), x.float()
-    s64, s164 = sigmas[i], sigmas[i + 1]
-    s, s1, d = (_per_sample(t.float(), x) for t in (s64, s164, s164 - s64))
-    if kind == "cps":
-        tau = s1 * math.sin(level * math.pi / 2)
-        mean = (1 - s1) * (x - s * v) + torch.sqrt(s1**2 - tau**2) * (x + (1 - s) * v)
-        kl_std = tau
-    else:
-        g = _per_sample(diffusion_coefficient(kind, sigmas, i, level).float(), x)
-        mean = x * (1 + g * g * d / (2 * s)) + v * d * (1 + g * g * (1 - s) / (2 * s))
-        tau = g * torch.sqrt(-d)
-        kl_std = g
+    i = i.to(grid.device)
+    x_coefficient, v_coefficient, tau, scale, offset = (
+        _per_sample(table[i], x)
+        for table in (grid.x_coefficient, grid.v_coefficient, grid.tau, grid.residual_scale, grid.log_offset)
+    )
+    mean = x_coefficient * x + v_coefficient * v
     if x_next is None:
         if noise is None:
             raise ValueError("sde_step needs either x_next or noise")
         x_next = mean + tau * noise.float()
     x_next = x_next.float()
-    if kind == "cps":
-        log_prob = -((x_next.detach() - mean) ** 2)
-    else:
-        log_prob = -((x_next.detach() - mean) ** 2) / (2 * tau**2) - torch.log(tau) - 0.5 * math.log(2 * math.pi)
+    log_prob = offset - (x_next.detach() - mean) ** 2 * scale
     reduce_dims = tuple(range(1, x.dim()))
     return StepOutput(
         next=x_next,
         log_prob=log_prob.mean(dim=reduce_dims),
         mean=mean,
-        kl_std=kl_std.reshape(-1),
-        tau=tau.reshape(-1),
+        kl_std=grid.kl_std[i],
+        tau=grid.tau[i],
     )
 
 
-def ode_step(velocity: torch.Tensor, x: torch.Tensor, i: torch.Tensor, sigmas: torch.Tensor) -> torch.Tensor:
+def ode_step(velocity: torch.Tensor, x: torch.Tensor, i: torch.Tensor, grid: StepGrid) -> torch.Tensor:
     """The Euler step x + Δ v (g = 0); it has no log-prob."""
-    d = _per_sample((sigmas[i + 1] - sigmas[i]).float(), x)
-    return x.float() + d * velocity.float()
+    return x.float() + _per_sample(grid.delta[i.to(grid.device)], x) * velocity.float()
