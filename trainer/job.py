@@ -35,8 +35,10 @@ from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
 from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
-from trainer.rollout import Trajectory, rollout, row_chunks
+from trainer.rollout import Trajectory, rollout, sample_noise
+from trainer.sampling.denoising_step import DenoisingStep, row_chunks
 from trainer.sampling.sde_step import sde_step
+from trainer.sampling.step_grid import StepGrid
 from trainer.sharding import Sharding, choose_sharding, local_value, shard_module
 from trainer.spec import JobSpec, SpecError
 
@@ -95,6 +97,7 @@ class TrainingJob:
         self.dist = dist
         self.family = family
         self.algorithm = algorithm
+        self.denoiser = self.denoising_step(algorithm)
         self.reward = reward
         self.sharding = sharding or Sharding("ddp" if dist.world_size > 1 else "single", "default")
         self.policy: nn.Module = family.transformer
@@ -156,8 +159,14 @@ class TrainingJob:
         algo = spec.algorithm
         self.spec = spec
         self.algorithm = make_algorithm(algo, self.family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
+        self.denoiser = self.denoising_step(self.algorithm)
 
     # --- set-up --------------------------------------------------------------------------
+    def denoising_step(self, algorithm: Algorithm) -> DenoisingStep:
+        """The algorithm's step on its σ grid, the coefficients made once, on this job's device."""
+        grid = StepGrid.build(algorithm.sigmas, algorithm.sde_kind, algorithm.level, self.dist.device)
+        return DenoisingStep(self.family, grid, self.spec.algorithm.cfg_scale)
+
     def broadcast_parameters(self) -> None:
         """Every rank starts from rank 0's trainable weights (what DDP does at wrap time)."""
         with torch.no_grad():
@@ -190,15 +199,14 @@ class TrainingJob:
             return self.replay.trajectory
         cond = self.conditioning(batch.prompts)
         uncond = self.unconditional(len(batch.prompts))
-        cfg = self.spec.algorithm.cfg_scale
         self.scorer.discard()
         parts = []
         for rows in row_chunks(len(batch.prompts), self.spec.algorithm.rollout_chunks):
             chunk_plan = StepPlan(plan.sde[rows], plan.trained[rows])
-            part = rollout(
-                self.family, self.policy, self.algorithm, chunk_plan, batch.sample_ids[rows], batch.step,
-                cond.index(rows), None if uncond is None else uncond.index(rows), cfg,
-            )  # fmt: skip
+            noise = sample_noise(self.algorithm.seed, batch.step, batch.sample_ids[rows].tolist(), self.dist.device)
+            device_rows = rows.to(self.dist.device)
+            chunk_uncond = None if uncond is None else uncond.index(device_rows)
+            part = rollout(self.denoiser, self.policy, chunk_plan, noise, cond.index(device_rows), chunk_uncond)
             self.scorer.submit(part.images, [batch.prompts[int(r)] for r in rows])
             parts.append(part)
         self._scoring = Trajectory.cat(parts, cond, uncond)
@@ -216,21 +224,11 @@ class TrainingJob:
         return Scores(*self.scorer.collect())
 
     def velocity(
-        self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning, uncond: Conditioning | None
+        self, module: nn.Module, x: torch.Tensor, index: torch.Tensor, cond: Conditioning, uncond: Conditioning | None
     ) -> torch.Tensor:
         """The velocity of every local row, forwarded in the rollout's chunks: the same batch shapes
         as the rollout, so the first ratio stays exactly 1."""
-        cfg = self.spec.algorithm.cfg_scale
-        chunks = row_chunks(x.shape[0], self.spec.algorithm.rollout_chunks)
-        if len(chunks) == 1:
-            return self.family.velocity(module, x, sigma, cond, uncond, cfg)
-        parts = [
-            self.family.velocity(
-                module, x[rows], sigma[rows], cond.index(rows), None if uncond is None else uncond.index(rows), cfg
-            )
-            for rows in chunks
-        ]
-        return torch.cat(parts)
+        return self.denoiser.velocity(module, x, index, cond, uncond, self.spec.algorithm.rollout_chunks)
 
     def advantages(self, scores: Scores, batch: SampleBatch) -> tuple[torch.Tensor, Advantages, torch.Tensor]:
         """Gather rewards and group ids from all ranks; return this rank's slice of A, the
@@ -256,40 +254,30 @@ class TrainingJob:
     ) -> StepTerms:
         """Forward the ``position``-th trained step of every local sample (with grad if enabled)
         and return its clipped policy loss plus β·KL."""
-        spec = self.spec.algorithm
-        rows = torch.arange(trajectory.latents.shape[0])
-        index = plan.trained[:, position]
+        spec, grid = self.spec.algorithm, self.denoiser.grid
+        rows = torch.arange(trajectory.latents.shape[0], device=grid.device)
+        index = plan.trained[:, position].to(grid.device)
         x, x_next = trajectory.latents[rows, index], trajectory.latents[rows, index + 1]
-        sigma = self.algorithm.sigmas[index].float().to(x.device)
-        velocity = self.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond)
-        out = sde_step(velocity, x, index, self.algorithm.sigmas, self.algorithm.sde_kind, self.algorithm.level, x_next)
+        velocity = self.velocity(self.policy, x, index, trajectory.cond, trajectory.uncond)
+        out = sde_step(velocity, x, index, grid, x_next)
         old = trajectory.log_probs[rows, index]
         weights = None if plan.weights is None else plan.weights.to(x.device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
         if spec.kl_beta > 0:
             with torch.no_grad():
-                reference_velocity = self.reference_velocity(x, sigma, trajectory)
-                reference = sde_step(
-                    reference_velocity,
-                    x,
-                    index,
-                    self.algorithm.sigmas,
-                    self.algorithm.sde_kind,
-                    self.algorithm.level,
-                    x_next,
-                )
+                reference = sde_step(self.reference_velocity(x, index, trajectory), x, index, grid, x_next)
             kl = reference_kl(out.mean, reference.mean, self.algorithm.kl_std(out))
             loss = loss + spec.kl_beta * kl
         approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
         return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
 
-    def reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
+    def reference_velocity(self, x: torch.Tensor, index: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
         """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""
         if self.reference is not None:
-            return self.velocity(self.reference, x, sigma, trajectory.cond, trajectory.uncond)
+            return self.velocity(self.reference, x, index, trajectory.cond, trajectory.uncond)
         with self.policy.disable_adapter():  # type: ignore[operator]
-            return self.velocity(self.policy, x, sigma, trajectory.cond, trajectory.uncond)
+            return self.velocity(self.policy, x, index, trajectory.cond, trajectory.uncond)
 
     # --- gradients -----------------------------------------------------------------------
     def gradient_slots(self) -> list[torch.Tensor]:
