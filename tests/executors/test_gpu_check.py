@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,8 +34,24 @@ def test_the_small_gpu_check_benches_and_audits_every_one_rank_executor(small_gp
     report, _ = small_gpu_check
     for name in EXECUTORS:
         assert re.search(rf"^\| full T=5 K=4 R=1 \| {name} \|", report, re.MULTILINE), name
-    audit = json.loads(report[report.index("```json") + len("```json") : report.rindex("```")])
-    assert set(audit["executors"]) >= set(EXECUTORS) - {"native"}
+    assert set(audit_of(report)["executors"]) >= set(EXECUTORS) - {"native"}
+
+
+def audit_of(report: str) -> dict[str, Any]:
+    return json.loads(report[report.index("```json") + len("```json") : report.rindex("```")])
+
+
+def test_the_small_gpu_check_s_audit_passes_the_exact_executors_and_reports_jagg_close_to_native(
+    small_gpu_check: tuple[str, str],
+) -> None:
+    """Flow-GRPO at T = 5, K = 4: lean_retain is native bit for bit (E0), lean_reweight within 1e-5 (E1); jagg's
+    one routed group of width 4 interpolates two of its steps (cosine 0.97 on this model), a report."""
+    executors = audit_of(small_gpu_check[0])["executors"]
+    assert (executors["lean_retain"]["class"], executors["lean_retain"]["verdict"]) == ("E0", "pass")
+    assert (executors["lean_reweight"]["class"], executors["lean_reweight"]["verdict"]) == ("E1", "pass")
+    jagg = executors["jagg"]
+    assert (jagg["class"], jagg["verdict"], jagg["routed_groups"]) == ("A", "report", 1)
+    assert jagg["cosine"] >= 0.9 and jagg["rel_l2"] <= 0.5
 
 
 def test_the_benchmark_prints_no_profiler_lines(small_gpu_check: tuple[str, str]) -> None:
