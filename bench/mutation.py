@@ -30,11 +30,20 @@ RESULTS = REPO / "bench" / "results"
 MODULES: dict[str, list[str]] = {
     "trainer/loss.py": ["tests/trainer/test_loss_against_formula.py", "tests/trainer/test_kl_form.py"],
     "trainer/advantages.py": ["tests/trainer/test_advantages.py", "tests/trainer/test_advantages_against_formula.py"],
-    "trainer/audit.py": ["tests/executors/test_audit.py"],
+    "trainer/audit.py": [
+        "tests/executors/test_audit.py",
+        "tests/executors/test_audit_nan_verdict.py",
+        "tests/executors/test_audit_refusals.py",
+    ],
     "trainer/executors/*": ["tests/executors"],
     "server/services/scoping.py": [
         "tests/security/test_route_table_cross_team.py",
         "tests/security/test_cross_team.py",
+        "tests/security/test_role_walkthrough.py",
+        "tests/security/test_offboarding.py",
+        "tests/server/test_job_cancel_retry.py",
+        "tests/server/scheduling/test_host_admin.py",
+        "tests/server/test_role_refusals.py",
     ],
     "server/services/auth.py": ["tests/server/test_auth.py", "tests/security"],
     "server/services/placement_pass.py": ["tests/server/scheduling"],
