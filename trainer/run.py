@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -147,6 +148,8 @@ def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, second
     metrics["throughput/samples_per_s"] = len(rewards) / seconds
     metrics["memory/peak_bytes"] = float(peak_memory_bytes(dist.device))
     metrics["sharding/fsdp"] = float(job.sharding.fsdp)
+    # How busy the host was while this step ran: an experiment flags a cell timed on a loaded host.
+    metrics["host/load_per_core"] = os.getloadavg()[0] / (os.cpu_count() or 1)
     return metrics
 
 

@@ -36,7 +36,11 @@ class ExperimentCreate(BaseModel):
 
 class ExperimentCell(BaseModel):
     index: int = Field(description="the cell's place in the matrix (the first axis varies slowest)")
-    position: int = Field(description="its place in the queue order (shuffled under fair timing)")
+    position: int = Field(description="its place in the queue order (blocked and counterbalanced under fair timing)")
+    block: int = Field(
+        description="the block it ran in, from 0: under fair timing a block holds one seed's cells for every "
+        "compared setting, run back to back"
+    )
     job_id: int
     name: str
     values: dict[str, Any] = Field(description="the cell's value of each axis, by path")
@@ -46,7 +50,8 @@ class ExperimentCell(BaseModel):
 
 
 class Interval(BaseModel):
-    """A mean over the seeds of a cell group and its 95% confidence interval (Student's t; null below 2 seeds)."""
+    """A mean over the seeds of a cell group and its 95% confidence interval (Student's t; null below 2 seeds):
+    a geometric mean and a log-scale interval for positive figures, clipped to a declared reward range."""
 
     mean: FiniteOrNone
     low: FiniteOrNone
@@ -70,6 +75,9 @@ class CellGroup(BaseModel):
     peak_memory_bytes: Interval
     final_reward: Interval
     eval_reward: Interval
+    reward_range: list[float] | None = Field(
+        description="[lowest, highest] the spec's reward declares; its reward intervals never leave it"
+    )
 
 
 class Verdict(BaseModel):
@@ -81,13 +89,19 @@ class Verdict(BaseModel):
         "indistinguishable (paired t-test, p = 0.62)'"
     )
     speedup: Interval
+    bound: FiniteOrNone = Field(description="the executor's analytical speedup over native on the group's spec")
+    given: bool = Field(description="whether a verdict is given; see `withheld` when not")
+    withheld: str | None = Field(
+        description="why no verdict is given: too few paired seeds, or 'above bound: timing suspect'"
+    )
     reward: str = Field(description="the reward compared: eval_reward, or final_reward where a cell has no eval")
     reward_test: str | None = Field(description="the test of the reward difference; null below 2 paired seeds")
     p_value: FiniteOrNone
 
 
 class CellFlag(BaseModel):
-    """A cell whose timing is not comparable: it ran on other hardware than most cells, or shared a host."""
+    """A cell whose timing is not comparable: it ran on other hardware than most cells, shared a host or ran on
+    a loaded one; or the last block's native cell, when native's samples/s drifted from the first block."""
 
     job_id: int
     cell: str
@@ -100,6 +114,10 @@ class ExperimentSummary(BaseModel):
     flags: list[CellFlag]
     jobs: list[CompareRow] = Field(description="every cell's figures as the compare answer gives them")
     device_models: dict[int, str] = Field(description="the device model each cell's latest attempt ran on")
+    host_loads: dict[int, float] = Field(
+        description="per job: the mean 1-minute load average per core of its host, sampled at every step"
+    )
+    seeds_for_verdict: int = Field(description="paired seeds a verdict needs")
     definitions: Definitions
     method: str = Field(description="how the intervals and tests are computed")
 
@@ -133,9 +151,10 @@ class NoteIn(BaseModel):
 
 class ExperimentDetail(ExperimentOut):
     base_spec: dict[str, Any]
-    order_seed: int = Field(description="the seed the queue order was shuffled with")
+    order_seed: int = Field(description="the seed the order of settings inside the first block was shuffled with")
     gpu_model: str | None = Field(description="the device model fair timing pinned every cell to")
     cells: list[ExperimentCell] = Field(description="in matrix order")
+    warnings: list[str] = Field(description="what the experiment cannot tell, e.g. no verdict with too few seeds")
     summary: ExperimentSummary
     notes: list[NoteOut]
 

@@ -21,7 +21,8 @@ from server.schemas.experiments import (
 )
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
-from server.services.experiment_summary import experiment_summary
+from server.services.experiment_blocks import block_size
+from server.services.experiment_summary import experiment_summary, verdict_warnings
 from server.services.markdown_text import markdown_html
 from server.states import EXPERIMENT_STATES, ExperimentState
 
@@ -168,9 +169,10 @@ def cell_jobs(session: Session, experiment_id: int) -> list[Job]:
 
 
 def cells_of(experiment: Experiment, jobs: Sequence[Job]) -> list[ExperimentCell]:
-    """The cells in matrix order, each with its place in the queue order."""
+    """The cells in matrix order, each with its place in the queue order and its block."""
     paths = [axis["path"] for axis in experiment.axes]
     values = [axis["values"] for axis in experiment.axes]
+    per_block = block_size([(path, len(options)) for path, options in zip(paths, values, strict=True)])
 
     def matrix_index(cell: dict[str, Any]) -> int:
         index = 0
@@ -182,6 +184,7 @@ def cells_of(experiment: Experiment, jobs: Sequence[Job]) -> list[ExperimentCell
         ExperimentCell(
             index=matrix_index(job.experiment_cell or {}),
             position=position,
+            block=position // per_block,
             job_id=job.id,
             name=job.name,
             values=job.experiment_cell or {},
@@ -208,6 +211,7 @@ def experiment_detail(session: Session, caller: Caller, experiment_id: int) -> E
         order_seed=experiment.order_seed,
         gpu_model=experiment.gpu_model,
         cells=cells,
+        warnings=verdict_warnings([(axis["path"], len(axis["values"])) for axis in experiment.axes]),
         summary=experiment_summary(session, caller, experiment, cells),
         notes=[note_out(note) for note in experiment.notes],
     )

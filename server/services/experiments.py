@@ -2,13 +2,12 @@
 
 Nothing is stored unless every cell validates (trainer.spec), some host could run it, and the team's queue
 has room for all of them. With fair timing every cell holds its host whole (`resources.exclusive`) on one
-device model and the cells are queued in an order shuffled with a recorded seed, so that drift over time
-(thermals, other tenants of a cloud host) spreads evenly over the cells instead of favouring the first.
+device model and the cells are queued in counterbalanced blocks (services.experiment_blocks), so that drift
+over time (thermals, other tenants of a host) falls on both sides of every speedup instead of favouring one.
 """
 
 from __future__ import annotations
 
-import random
 import secrets
 from typing import Any
 
@@ -22,6 +21,7 @@ from server.services import audit
 from server.services.auth import Caller, TeamRole
 from server.services.capacity import check_capacity, usable_devices
 from server.services.errors import FieldErrors
+from server.services.experiment_blocks import blocked_order
 from server.services.experiment_matrix import Axis, Cell, cell_spec, check_axes, expand
 from server.services.experiment_reads import experiment_detail
 from server.services.jobs import add_jobs, validate_spec
@@ -129,9 +129,7 @@ def create_experiment(
     specs = _checked_specs(session, request, cells, gpu_model, fair, settings, team)
     check_queue_room(session, caller.user_id, team.team_id, settings, len(cells))
     order_seed = secrets.randbelow(2**31)
-    order = list(range(len(cells)))
-    if fair:
-        random.Random(order_seed).shuffle(order)
+    order = blocked_order(cells, order_seed) if fair else list(range(len(cells)))
     experiment = Experiment(
         name=request.name,
         team_id=team.team_id,

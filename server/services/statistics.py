@@ -94,14 +94,24 @@ def mean_interval(values: Sequence[float]) -> MeanInterval:
     return MeanInterval(mean, mean - half, mean + half, n)
 
 
-def ratio_interval(ratios: Sequence[float]) -> MeanInterval:
-    """A ratio's geometric mean and 95% interval: the mean interval of the logs, exponentiated (a speedup of
-    2x and one of 0.5x are as far from 1x)."""
-    logs = mean_interval([math.log(r) for r in ratios if r > 0])
+def log_interval(values: Sequence[float]) -> MeanInterval:
+    """A positive figure's (samples/s, memory, a speedup) geometric mean and 95% interval: the mean interval of
+    the logs, exponentiated. It never reaches zero or below, and a speedup of 2x and one of 0.5x are as far
+    from 1x. Values that are not positive have no logarithm and are left out."""
+    logs = mean_interval([math.log(v) for v in values if v > 0])
     return MeanInterval(
         *(None if v is None else math.exp(v) for v in (logs.mean, logs.low, logs.high)),  # type: ignore[arg-type]
         n=logs.n,
     )
+
+
+def bounded_interval(values: Sequence[float], lowest: float, highest: float) -> MeanInterval:
+    """The mean interval of a figure that cannot leave [lowest, highest] (a reward that declares its range, a
+    fraction), clipped to that range: the t interval where it fits, the range's end where it would not."""
+    result = mean_interval(values)
+    if result.low is None or result.high is None:
+        return result
+    return MeanInterval(result.mean, max(lowest, result.low), min(highest, result.high), result.n)
 
 
 def paired_t_test(first: Sequence[float], second: Sequence[float]) -> float | None:

@@ -37,11 +37,15 @@ def _cells() -> list[CellFigures]:
 
 def test_each_group_has_the_mean_and_95_interval_over_its_seeds() -> None:
     native = summarize(_cells(), {}).groups[0]
-    # 10, 11, 12: mean 11, s 1, t(0.975; 2) = 4.302653 → 11 ± 2.484138.
-    assert (native.label, native.seeds, native.samples_per_s.mean) == ("native", [1, 2, 3], 11.0)
-    assert native.samples_per_s.low == pytest.approx(8.515862, abs=1e-6)
-    assert native.samples_per_s.high == pytest.approx(13.484138, abs=1e-6)
-    assert native.peak_memory_bytes.mean == 2.0**30 and native.peak_memory_bytes.low == 2.0**30
+    # samples/s is positive, so its interval is on the log scale: logs of 10, 11, 12 have mean 2.3951290 and
+    # s 0.0911923; t(0.975; 2) = 4.302653 → half-width 0.2265341 → exp: 10.96961 [8.74599, 13.75859].
+    assert (native.label, native.seeds) == ("native", [1, 2, 3])
+    assert native.samples_per_s.mean == pytest.approx(10.96961, abs=1e-5)
+    assert native.samples_per_s.low == pytest.approx(8.74599, abs=1e-5)
+    assert native.samples_per_s.high == pytest.approx(13.75859, abs=1e-5)
+    assert native.peak_memory_bytes.mean == pytest.approx(2.0**30) and native.peak_memory_bytes.low == pytest.approx(
+        2.0**30
+    )
     assert native.speedup is None
 
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from server.services.statistics import mean_interval, paired_t_test, ratio_interval, t_cdf, t_quantile
+from server.services.statistics import mean_interval, paired_t_test, log_interval, t_cdf, t_quantile
 
 
 @pytest.mark.parametrize("p", [0.6, 0.9, 0.975, 0.995])
@@ -48,10 +48,10 @@ def test_one_value_has_a_mean_and_no_interval_and_none_has_neither() -> None:
     assert mean_interval([]).mean is None
 
 
-def test_a_ratio_interval_is_the_log_interval_exponentiated() -> None:
+def test_a_log_interval_is_the_log_interval_exponentiated() -> None:
     # ratios 1.2, 1.3, 1.4 → logs 0.1823216, 0.2623643, 0.3364722; mean 0.2603860, s 0.0770942, half-width
     # 4.302653 x 0.0770942 / sqrt(3) = 0.1915112 → exp(mean ± half): 1.29743 [1.07130, 1.57129].
-    result = ratio_interval([1.2, 1.3, 1.4])
+    result = log_interval([1.2, 1.3, 1.4])
     assert result.mean == pytest.approx(1.29743, abs=1e-5)
     assert result.low == pytest.approx(1.07130, abs=1e-5)
     assert result.high == pytest.approx(1.57129, abs=1e-5)
