@@ -10,7 +10,6 @@ requests it served did happen.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,17 +18,9 @@ from prometheus_client.core import Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from server.observability.metrics_dir import process_alive
+
 LIVE_GAUGE_FILE = "gauge_live*_*.db"
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def live_server_pids(folder: Path) -> list[int]:

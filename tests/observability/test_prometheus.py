@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -21,6 +24,7 @@ from sqlalchemy.orm import Session
 from server.config import Settings
 from server.migrate import upgrade
 from server.models import Allocation, Device, Host, Job, utcnow
+from server.observability.metrics_dir import FOLDER_PREFIX, remove_dead_servers_folders
 from sfumato.app import create_app
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -217,3 +221,18 @@ def test_live_gauges_count_living_server_processes_and_a_killed_one_keeps_its_re
     samples = two_process_server.wait_for("uvicorn to replace the killed process", replaced)
     assert value(samples, "sfumato_server_processes") == 2
     assert health_requests(samples) == sent
+
+
+def test_a_server_starting_removes_the_metrics_folders_of_killed_servers_and_keeps_the_living_ones(
+    tmp_path: Path,
+) -> None:
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = tmp_path / f"{FOLDER_PREFIX}{int(ended.stdout)}-abc123"
+    living = tmp_path / f"{FOLDER_PREFIX}{os.getpid()}-def456"
+    for folder in (killed, living):
+        folder.mkdir()
+        (folder / "histogram_1.db").write_bytes(b"")
+
+    remove_dead_servers_folders(tmp_path)
+
+    assert (killed.exists(), living.exists()) == (False, True)
