@@ -253,11 +253,13 @@ class Client(ExperimentCalls, AdviceCalls):
 
     # -- comparisons, hosts, tokens -----------------------------------------------------------------
 
-    def compare(self, job_ids: Iterable[int]) -> Comparison:
+    def compare(self, job_ids: Iterable[int], reference: int | None = None) -> Comparison:
         """The server's compare answer: per job its samples/s (the median after a warm-up, stated in
-        `definitions`), speedup over the native job among them (None without one), analytical bound, peak
-        memory, rewards, duration and the jobs it shared a host with; and the spec fields that differ."""
-        return Comparison.model_validate(self._get("/compare", jobs=",".join(str(i) for i in job_ids)))
+        `definitions`), speedup over one reference job (`reference`, one of the ids; by default the server's
+        rule, whatever the order of the ids: `Comparison.reference` says "speedup over #N"), analytical bound,
+        peak memory, rewards, duration and the jobs it shared a host with; and the spec fields that differ."""
+        ids = ",".join(str(i) for i in job_ids)
+        return Comparison.model_validate(self._get("/compare", jobs=ids, reference=reference))
 
     def hosts(self) -> list[Host]:
         """Worker hosts with their devices and which job holds each."""

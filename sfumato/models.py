@@ -177,6 +177,8 @@ class Comparison(_Model):
 
     jobs: list[ComparedJob]
     native_job_id: int | None = None
+    reference: str = ""
+    reference_reason: str | None = None
     differences: list[SpecDifference] = []
     definitions: dict[str, Any] = {}
 
@@ -186,6 +188,7 @@ class ExperimentCell(_Model):
 
     index: int
     position: int
+    block: int = 0
     job_id: int
     name: str
     values: dict[str, Any]
@@ -206,6 +209,8 @@ class ExperimentSummary(_Model):
     verdicts: list[dict[str, Any]] = []
     flags: list[dict[str, Any]] = []
     jobs: list[ComparedJob] = []
+    host_loads: dict[int, float] = {}
+    seeds_for_verdict: int = 3
     method: str = ""
 
 
@@ -225,6 +230,7 @@ class Experiment(_Model):
     order_seed: int | None = None
     gpu_model: str | None = None
     cells: list[ExperimentCell] | None = None
+    warnings: list[str] = []
     summary: ExperimentSummary | None = None
     notes: list[dict[str, Any]] | None = None
 

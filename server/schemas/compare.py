@@ -23,7 +23,7 @@ class CompareRow(BaseModel):
     algorithm: str
     steps: int
     samples_per_s: FiniteOrNone = Field(description="see definitions.samples_per_s")
-    speedup: FiniteOrNone = Field(description="samples/s over the native job's in this set; null without one")
+    speedup: FiniteOrNone = Field(description="samples/s over the reference job's (native_job_id); null without one")
     bound: FiniteOrNone = Field(description="analytical speedup over native on this job's spec")
     of_bound: FiniteOrNone = Field(description="speedup / bound")
     peak_memory_bytes: FiniteOrNone
@@ -53,6 +53,10 @@ class Definitions(BaseModel):
 
 class Comparison(BaseModel):
     jobs: list[CompareRow]
-    native_job_id: int | None = Field(description="the job speedups are measured against")
+    native_job_id: int | None = Field(
+        description="the reference job speedups are measured against (see definitions.speedup); null without one"
+    )
+    reference: str = Field(description="what every face prints: 'speedup over #N'")
+    reference_reason: str | None = Field(description="why that job: named by the caller, or the rule that chose it")
     differences: list[SpecDifference]
     definitions: Definitions

@@ -24,16 +24,18 @@ from server.services.metric_reads import latest_points_of_pairs
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
 from server.services.spec_differences import spec_differences
+from server.services.speedup_reference import pick_reference
 from trainer.spec.cost_model import bound_speedup
 
 MAX_JOBS = 16
-NATIVE = "native"
 REWARD_KEY = "reward/mean"
 MEMORY_KEY = "memory/peak_bytes"
 DEFINITIONS = Definitions(
     samples_per_s=throughput.DEFINITION,
     warmup_steps=throughput.WARMUP_STEPS,
-    speedup="samples/s over the samples/s of the first native job in the set; null when the set has none",
+    speedup="samples/s over the samples/s of the reference job (reference_job_id): the one named by reference=, "
+    "else the native job with the same spec apart from the executor, nearest in time, else the native job with "
+    "the lowest id, whatever the order of the ids; null when the set has no native job and none is named",
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
     duration_s="from the job's running event (a retry's running event starts it again) to its end; to now "
@@ -81,9 +83,12 @@ def duration_s(started_at: datetime | None, finished_at: datetime | None) -> flo
     return max(0.0, (end - _aware(started_at)).total_seconds())
 
 
-def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Comparison:
-    """One row per job, in the order asked, and the spec fields that differ. Each figure is read for all the
-    jobs at once, so the number of statements does not grow with the number of jobs."""
+def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference: int | None = None) -> Comparison:
+    """One row per job, in the order asked, speedups over one reference (services.speedup_reference), and the
+    spec fields that differ. Each figure is read for all the jobs at once, so the number of statements does not
+    grow with the number of jobs. A named `reference` you may not see is 404; one outside the set 422."""
+    if reference is not None and reference not in job_ids:
+        visible_jobs(session, caller, [reference])
     jobs = visible_jobs(session, caller, job_ids)
     ids = [job.id for job in jobs]
     currents = current_points_of_jobs(session, ids)
@@ -98,8 +103,8 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
         if others
         else {}
     )
-    native = next((job for job in jobs if job.executor == NATIVE), None)
-    base = speeds[native.id] if native else None
+    picked = pick_reference(jobs, reference)
+    base = speeds[picked.job.id] if picked else None
     rows = []
     for job in jobs:
         figure = figures[job.id]
@@ -135,5 +140,10 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int]) -> Compari
         )
     differences = [SpecDifference(field=f, values=v) for f, v in spec_differences([job.spec for job in jobs])]
     return Comparison(
-        jobs=rows, native_job_id=native.id if native else None, differences=differences, definitions=DEFINITIONS
+        jobs=rows,
+        native_job_id=picked.job.id if picked else None,
+        reference=f"speedup over #{picked.job.id}" if picked else "no native job: no speedup",
+        reference_reason=picked.reason if picked else None,
+        differences=differences,
+        definitions=DEFINITIONS,
     )

@@ -19,10 +19,11 @@ from server.schemas.compare import CompareRow
 from server.schemas.experiments import CellFlag, CellGroup, ExperimentCell, ExperimentSummary, Interval, Verdict
 from server.services import statistics
 from server.services.auth import Caller
-from server.services.compare import DEFINITIONS, NATIVE, compare
+from server.services.compare import DEFINITIONS, compare
 from server.services.current_points import current_points_of_jobs
 from server.services.experiment_matrix import EXECUTOR_PATH, SEED_PATH, group_key
 from server.services.metric_figures import key_figures_of_jobs
+from server.services.speedup_reference import NATIVE
 from trainer.spec.reward_ranges import weighted_reward_range
 
 SIGNIFICANCE = 0.05
@@ -114,7 +115,7 @@ def _speed_words(speedup: Interval, withheld: str | None) -> str:
         return f"{speedup.mean:.2f}{TIMES} native's samples/s (1 seed: no interval; {withheld})"
     figure = f"{speedup.mean:.2f}{TIMES} [{speedup.low:.2f}, {speedup.high:.2f}]"
     if withheld:
-        return f"{figure} native's samples/s ({withheld})"
+        return f"{figure} over native ({withheld})"
     if speedup.low > 1:
         return f"{figure} faster than native"
     if speedup.high < 1:

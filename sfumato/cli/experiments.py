@@ -68,6 +68,8 @@ def _print_summary(experiment: Experiment) -> None:
         out.print(verdict["text"], markup=False)
     for flag in summary.flags:
         err.print(f"warning: {flag['cell']} (job {flag['job_id']}): {flag['problem']}", markup=False)
+    for warning in experiment.warnings:
+        err.print(f"warning: {warning}", markup=False)
 
 
 def _follow(api: Client, experiment: Experiment, timeout: float | None) -> Experiment:
@@ -86,7 +88,8 @@ def submit(
     fair_timing: Annotated[
         bool | None,
         typer.Option(
-            "--fair-timing/--no-fair-timing", help="exclusive cells, shuffled order; default: with an executor axis"
+            "--fair-timing/--no-fair-timing",
+            help="exclusive cells, run in counterbalanced blocks of seeds; default: with an executor axis",
         ),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="follow every cell, then print the summary")] = False,
@@ -102,6 +105,9 @@ def submit(
         + (", fair timing" if experiment.fair_timing else ""),
         markup=False,
     )
+    if not wait:
+        for warning in experiment.warnings:
+            err.print(f"warning: {warning}", markup=False)
     if wait:
         experiment = _follow(api, experiment, timeout)
     if as_json:

@@ -191,10 +191,13 @@ def retry(job_id: Annotated[int, typer.Argument(help="job id")]) -> None:
 @client_command
 def compare(
     job_ids: Annotated[list[int], typer.Argument(help="job ids (at most 16), e.g. the same spec under each executor")],
+    reference: Annotated[
+        int | None, typer.Option(help="the job (one of the ids) speedups are over; default: the server's rule")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Executors side by side, as the server computes them (the compare page shows the same answer)."""
-    answer = client().compare(job_ids)
+    answer = client().compare(job_ids, reference)
     if as_json:
         print_json(answer.to_json())
         return
@@ -222,6 +225,8 @@ def compare(
     err.print(f"samples/s: {answer.definitions.get('samples_per_s', '')}", markup=False)
     if answer.native_job_id is None:
         err.print("no native job among them: no speedup to show", markup=False)
+    else:
+        err.print(f"{answer.reference} ({answer.reference_reason})", markup=False)
     for row in answer.jobs:
         if row.shared_with:
             others = ", ".join(f"job {s.job_id} on {s.host}" for s in row.shared_with)

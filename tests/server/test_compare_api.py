@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -148,3 +149,67 @@ def test_samples_per_s_follows_new_steps_of_a_running_job(harness: Harness) -> N
                                                for s in range(3, 8)]}  # fmt: skip
     assert harness.client.post(f"/api/v1/ingest/{job_id}/metrics", json=later, headers=token).status_code == 200
     assert _compare(harness, [job_id]).json()["jobs"][0]["samples_per_s"] == 5.0
+
+
+def _timed_job(harness: Harness, executor: str, speed: float, started_minute: int, **spec: Any) -> int:
+    """A job of `executor` (with `spec` fields besides) whose samples/s is `speed`, started `started_minute`
+    minutes into its day."""
+    job_id = harness.submit_ok({"name": executor, "executor": {"name": executor}, **spec})
+    _report(harness, job_id, harness.start_job(job_id), {THROUGHPUT: [1.0, speed]})
+    with harness.session() as session:
+        job = session.get_one(Job, job_id)
+        job.started_at = job.created_at.replace(hour=0, minute=started_minute, second=0, microsecond=0)
+        session.commit()
+    return job_id
+
+
+def test_the_reference_is_the_same_native_job_whatever_the_order_of_the_ids(harness: Harness) -> None:
+    other_spec = _timed_job(harness, "native", 5.0, 30, seed=7)  # differs from jagg's spec beyond the executor
+    far = _timed_job(harness, "native", 10.0, 1)
+    near = _timed_job(harness, "native", 8.0, 40)
+    jagg = _timed_job(harness, "jagg", 12.0, 45)
+    answers = [_compare(harness, ids).json() for ids in itertools.permutations([other_spec, far, near, jagg])]
+    speedups = {tuple(sorted((row["id"], row["speedup"]) for row in answer["jobs"])) for answer in answers}
+    assert {answer["native_job_id"] for answer in answers} == {near}
+    assert len(speedups) == 1 and dict(next(iter(speedups)))[jagg] == 12.0 / 8.0
+    assert answers[0]["reference"] == f"speedup over #{near}"
+    assert "same spec apart from the executor, nearest in time" in answers[0]["reference_reason"]
+
+
+def test_without_a_native_job_of_the_same_spec_the_reference_is_the_lowest_native_id(harness: Harness) -> None:
+    first = _timed_job(harness, "native", 10.0, 50, seed=7)
+    second = _timed_job(harness, "native", 20.0, 1, seed=8)
+    jagg = _timed_job(harness, "jagg", 30.0, 2)
+    body = _compare(harness, [jagg, second, first]).json()
+    assert (body["native_job_id"], body["reference"]) == (first, f"speedup over #{first}")
+    assert body["reference_reason"].startswith("the native job with the lowest id")
+
+
+def test_a_named_reference_is_used_and_said(harness: Harness) -> None:
+    native = _timed_job(harness, "native", 10.0, 1)
+    lean = _timed_job(harness, "lean_retain", 20.0, 2)
+    response = harness.client.get(
+        "/api/v1/compare", params={"jobs": f"{native},{lean}", "reference": lean}, headers=harness.admin
+    )
+    body = response.json()
+    assert (body["native_job_id"], body["reference"]) == (lean, f"speedup over #{lean}")
+    assert [row["speedup"] for row in body["jobs"]] == [0.5, 1.0]
+    assert body["reference_reason"] == "named by the caller (reference=)"
+
+
+def test_a_reference_outside_the_set_is_422_and_one_you_may_not_see_is_404(harness: Harness) -> None:
+    native = _timed_job(harness, "native", 10.0, 1)
+    outside = _timed_job(harness, "native", 10.0, 2)
+    stranger = harness.add_user("mallory", "other-team")
+    theirs = harness.submit_ok({"name": "theirs"}, headers=stranger)
+
+    def ask(jobs: int, reference: int, headers: dict[str, str]) -> Any:
+        return harness.client.get("/api/v1/compare", params={"jobs": jobs, "reference": reference}, headers=headers)
+
+    refused = ask(native, outside, harness.admin)
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["field"] == "reference"
+    assert f"job {outside} is not one of the compared jobs" in refused.json()["detail"][0]["message"]
+    hidden = ask(theirs, native, stranger)
+    assert hidden.status_code == 404
+    assert hidden.json() == {"detail": f"job {native} not found"}

@@ -18,17 +18,29 @@ router = APIRouter(tags=["compare"])
     "/compare",
     response_model=Comparison,
     responses={
-        404: {"model": ErrorBody, "description": "a job is unknown or not visible to you"},
-        422: {"model": ErrorBody, "description": f"no ids, or more than {compare_service.MAX_JOBS}"},
+        404: {"model": ErrorBody, "description": "a job (or the named reference) is unknown or not visible to you"},
+        422: {
+            "model": ErrorBody,
+            "description": f"no ids, more than {compare_service.MAX_JOBS}, or a reference outside the set",
+        },
     },
 )
 async def compare_jobs(
     request: Request,
     credentials: UserCredentials,
     jobs: Annotated[str, Query(description=f"comma-separated job ids, at most {compare_service.MAX_JOBS}")],
+    reference: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            lt=2**31,
+            description="the job of the set speedups are measured against; default: chosen by "
+            "a rule that does not depend on the order of the ids (definitions.speedup)",
+        ),
+    ] = None,
 ) -> Comparison:
-    """Per job: executor, samples/s, speedup over the native job in the set, analytical bound and measured /
-    bound, peak memory, final, best and eval reward, duration, and the jobs it shared a host with; and the spec
-    fields that differ. `definitions` states what each figure means."""
+    """Per job: executor, samples/s, speedup over one reference job (`reference`: 'speedup over #N'),
+    analytical bound and measured / bound, peak memory, final, best and eval reward, duration, and the jobs it
+    shared a host with; and the spec fields that differ. `definitions` states what each figure means."""
     ids = compare_service.parse_job_ids(jobs)
-    return await run_as_caller(request, credentials, compare_service.compare, ids)
+    return await run_as_caller(request, credentials, compare_service.compare, ids, reference)
