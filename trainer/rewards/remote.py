@@ -8,7 +8,8 @@ caller check cannot reach the platform) is tried again with exponential backoff 
 past that the attempt ends as a platform outage (``RewardServerUnreachable``), which the platform retries from
 the checkpoint. A server that answers an error a retry may cure (408, 425, 429, 500) is tried ``retries``
 more times; an answer that breaks the protocol is refused at once. Every error names the reward and its URL,
-and the step fails with it, never with a made-up score.
+and the step fails with it, never with a made-up score. Every connection is checked by address when it is made
+(checked_connections): a name that resolves to a link-local or metadata address fails the step at once.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import httpx
 import torch
 
 from trainer.platform_outage import PlatformOutage
+from trainer.rewards.checked_connections import checked_transport
 from trainer.rewards.image_codec import encode_png
 from trainer.spec import RewardSpec
+from trainer.spec.destinations import RefusedDestination
 from trainer.spec.reward_protocol import (
     MAX_RESPONSE_BYTES,
     SCORE_PATH,
@@ -126,7 +129,8 @@ class RemoteReward:
         if self.client is None:
             token = reward_token()
             headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-            self.client = httpx.AsyncClient(headers=headers, timeout=None, trust_env=False)
+            transport = checked_transport(allow_private=True)
+            self.client = httpx.AsyncClient(headers=headers, timeout=None, trust_env=False, transport=transport)
         tasks = [asyncio.ensure_future(self.score_batch(self.client, images, prompts)) for images, prompts in batches]
         try:
             return await asyncio.gather(*tasks)
@@ -145,6 +149,8 @@ class RemoteReward:
             try:
                 async with asyncio.timeout(self.timeout_s):
                     return await self.exchange(client, body, len(images))
+            except RefusedDestination as exc:
+                raise RemoteRewardError(f"{self.label}: not called: {exc}") from None
             except TimeoutError:
                 problem, outage = f"no complete answer within timeout_s={self.timeout_s:g}", True
             except httpx.TransportError as exc:
