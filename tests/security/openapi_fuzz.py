@@ -178,7 +178,8 @@ def _fuzz_operation(
 
 def fuzz(server: LiveServer, examples: int) -> FuzzReport:
     """Positive and negative cases for every operation of /openapi.json; never raises on a bad answer."""
-    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    # The schema is built on its first request: up to 60 s on a busy host (schemathesis's default is 10 s).
+    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json", timeout=60)
     report = FuzzReport()
     for result in schema.get_all_operations():
         for mode in GenerationMode:
