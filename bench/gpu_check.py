@@ -47,7 +47,7 @@ ONE_RANK = [name for name in EXECUTORS if name != "digenrl"]  # digenrl needs a 
 def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: Any) -> dict[str, Any]:
     return {
         "name": f"gpu-check-r{ranks}",
-        "model": {"family": "sd3", "path": str(model), "finetune": "full", "dtype": "bfloat16", **model_fields},
+        "model": {"family": "sd3", "path": str(model), "finetune": "full", "precision": "bf16", **model_fields},
         "algorithm": {
             "name": "flow_grpo",
             "sampling_steps": 5 if small else 10,
@@ -86,7 +86,7 @@ def bench(folder: Path, spec: dict[str, Any], executors: list[str], rounds: int)
 
 def audit(folder: Path, spec: dict[str, Any], executors: list[str]) -> dict[str, Any] | str:
     """The audit JSON (fp32, the audit's own conditions)."""
-    spec = {**spec, "name": f"{spec['name']}-audit", "model": {**spec["model"], "dtype": "float32"}}
+    spec = {**spec, "name": f"{spec['name']}-audit", "model": {**spec["model"], "precision": "fp32"}}
     path = folder / f"{spec['name']}.json"
     path.write_text(json.dumps(spec))
     command = trainer_command(spec["resources"]["devices"], "audit", "--spec", str(path))

@@ -211,8 +211,8 @@ def replay_rows(replay: Replay, rows: torch.Tensor) -> Replay:
 def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     """Run the audit on this rank; every rank returns the same report."""
     spec = load_spec(spec_path)
-    if spec.model.dtype != "float32":
-        raise SpecError("model.dtype", "the audit compares fp32 gradients: set it to 'float32'")
+    if spec.model.precision != "fp32":
+        raise SpecError("model.precision", "the audit compares fp32 gradients: set it to 'fp32'")
     unknown = [n for n in names if n not in EXECUTOR_CLASSES]
     if unknown:
         raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; auditable: {', '.join(EXECUTOR_CLASSES)}")

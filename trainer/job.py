@@ -109,15 +109,18 @@ class TrainingJob:
         self.collectives = CollectiveCounts()
         self.deferred = False  # a Lean executor's backwards left their gradients unreduced (FSDP)
         if self.sharding.fsdp:  # after the broadcast: every rank shards the same weights
-            shard_module(self.policy)
+            shard_module(self.policy, family.compute_dtype)
             count_collectives(self.policy, self.collectives)
             if self.reference is not None:
-                shard_module(self.reference)
+                shard_module(self.reference, family.compute_dtype)
                 count_collectives(self.reference, self.collectives)
             self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
+        # fp16's narrow range needs the loss scaled up and the gradients unscaled before clipping (the spec
+        # admits fp16 under native only); at bf16 and fp32 the scaler passes everything through.
+        self.loss_scaler = torch.amp.GradScaler(dist.device.type, enabled=family.compute_dtype == torch.float16)
         self._conditioning: dict[str, Conditioning] = {}
         self.scorer = BackgroundScorer(reward)
         self._scoring: Trajectory | None = None  # the rollout whose rewards the scorer holds
@@ -203,7 +206,7 @@ class TrainingJob:
         parts = []
         for rows in row_chunks(len(batch.prompts), self.spec.algorithm.rollout_chunks):
             chunk_plan = StepPlan(plan.sde[rows], plan.trained[rows])
-            noise = sample_noise(self.algorithm.seed, batch.step, batch.sample_ids[rows].tolist(), self.dist.device)
+            noise = sample_noise(self.algorithm, batch.step, batch.sample_ids[rows].tolist(), self.dist.device)
             device_rows = rows.to(self.dist.device)
             chunk_uncond = None if uncond is None else uncond.index(device_rows)
             part = rollout(self.denoiser, self.policy, chunk_plan, noise, cond.index(device_rows), chunk_uncond)
@@ -327,11 +330,18 @@ class TrainingJob:
             for hook in self.gradient_hooks:
                 hook(event, grads)
 
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backward ``loss``, scaled when the job computes in fp16."""
+        self.loss_scaler.scale(loss).backward()
+
     def optimizer_step(self) -> float:
-        """Clip the (synchronised) gradient norm, step AdamW, zero the gradients."""
+        """Unscale (fp16), clip the (synchronised) gradient norm, step AdamW, zero the gradients. An fp16 step
+        whose gradients overflowed is skipped and the scale lowered, as torch's GradScaler does."""
+        self.loss_scaler.unscale_(self.optimizer)
         self.notify("clip")
         norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
-        self.optimizer.step()
+        self.loss_scaler.step(self.optimizer)
+        self.loss_scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         if self.sharding.fsdp:  # an FSDP unit left unsharded by a no-grad forward holds the old weights
             reshard(self.policy)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from trainer.algorithms.base import StepPlan
+from trainer.algorithms.base import Algorithm, StepPlan
 from trainer.models.base import Conditioning
 from trainer.sampling.denoising_step import DenoisingStep
 from trainer.sampling.noise import SampleNoise
-from trainer.seeding import sample_seed, stream_seed
+from trainer.seeding import group_start_seed, sample_seed, stream_seed
 
 
 @dataclass
@@ -60,9 +60,16 @@ def sde_log_probs(log_probs: torch.Tensor, sde: torch.Tensor) -> torch.Tensor:
     return torch.where(sde.to(log_probs.device), log_probs, torch.full_like(log_probs, float("nan")))
 
 
-def sample_noise(seed: int, step: int, sample_ids: list[int], device: torch.device) -> SampleNoise:
-    """The streams of these samples at this training step (equal on every rank and executor)."""
-    return SampleNoise.seeded([sample_seed(seed, step, s) for s in sample_ids], device)
+def sample_noise(algorithm: Algorithm, step: int, sample_ids: list[int], device: torch.device) -> SampleNoise:
+    """The streams of these samples at this training step (equal on every rank and executor). With
+    ``algorithm.init_same_noise`` every member of a prompt's group starts from its group's x_0 (DanceGRPO's
+    one starting noise per group); the steps' noise is each sample's own either way."""
+    seeds = [sample_seed(algorithm.seed, step, s) for s in sample_ids]
+    spec = algorithm.spec
+    if not spec.init_same_noise:
+        return SampleNoise.seeded(seeds, device)
+    starts = [group_start_seed(algorithm.seed, step, s // spec.group_size) for s in sample_ids]
+    return SampleNoise.seeded(seeds, device, starts)
 
 
 @torch.no_grad()

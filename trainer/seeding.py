@@ -21,6 +21,11 @@ def step_generator(seed: int, step: int, purpose: str) -> torch.Generator:
     return torch.Generator().manual_seed(stream_seed(seed, step, purpose))
 
 
+def group_start_seed(seed: int, step: int, group_id: int) -> int:
+    """The seed of a prompt group's starting noise x_0, shared by its members (``algorithm.init_same_noise``)."""
+    return stream_seed(seed, step, "group-start", group_id)
+
+
 def sample_seed(seed: int, step: int, sample_id: int) -> int:
     """The seed of one sample's noise stream (trainer/sampling/noise.py draws it on the job's device)."""
     return stream_seed(seed, step, "sample", sample_id)

@@ -53,15 +53,19 @@ def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
     return Sharding("fsdp", "full fine-tuning on CUDA")
 
 
-def shard_module(module: nn.Module) -> None:
-    """FSDP2 in place: each transformer block its own unit (gathered only while it runs), then the rest."""
-    from torch.distributed.fsdp import fully_shard
+def shard_module(module: nn.Module, compute_dtype: torch.dtype = torch.float32) -> None:
+    """FSDP2 in place: each transformer block its own unit (gathered only while it runs), then the rest.
+    The shards stay fp32; a unit is gathered in the compute precision and its gradients are reduced in fp32
+    (the reference trainers' mixed precision). Inputs are not cast: the timestep reaches the model in fp32,
+    and autocast (``ModelFamily.velocity``) casts what the matrix products read."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32, cast_forward_inputs=False)
     for name, child in module.named_modules():
         if isinstance(child, nn.ModuleList) and name.rsplit(".", 1)[-1].endswith("blocks"):
             for block in child:
-                fully_shard(block)
-    fully_shard(module)
+                fully_shard(block, mp_policy=policy)
+    fully_shard(module, mp_policy=policy)
 
 
 def full_state(module: nn.Module) -> dict[str, torch.Tensor]:

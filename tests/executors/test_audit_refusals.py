@@ -23,10 +23,10 @@ def spec_file(tmp_path: Path, spec: dict[str, Any]) -> Path:
 
 
 def test_the_audit_refuses_a_model_that_is_not_fp32(tmp_path: Path, sfumato_home: Path) -> None:
-    path = spec_file(tmp_path, audit_spec(model={"dtype": "bfloat16"}))
+    path = spec_file(tmp_path, audit_spec(model={"precision": "bf16"}))
     with pytest.raises(SpecError) as refused:
         audit(path, ["lean_retain"])
-    assert refused.value.field == "model.dtype" and "'float32'" in refused.value.message
+    assert refused.value.field == "model.precision" and "'fp32'" in refused.value.message
 
 
 def test_the_audit_refuses_an_executor_it_does_not_know_and_lists_those_it_does(

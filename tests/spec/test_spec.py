@@ -156,5 +156,5 @@ def test_every_cross_field_problem_is_reported_at_once_each_naming_its_field() -
 
 
 def test_a_section_reports_all_its_own_problems_at_once() -> None:
-    data = {"model": {"finetune": "full", "lora_rank": 8, "height": 480}}  # LoRA options on full, wan size on sd3
-    assert sorted(fields_of(data)) == ["model.height", "model.lora_rank"]
+    data = {"model": {"finetune": "full", "lora_rank": 8, "num_frames": 5}}  # LoRA options on full, wan's on sd3
+    assert sorted(fields_of(data)) == ["model.lora_rank", "model.num_frames"]

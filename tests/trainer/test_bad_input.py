@@ -32,14 +32,20 @@ CUDA_PAIR = {"devices": 2, "device_type": "cuda"}
         ({"algorithm": {"rollout_chunks": 2}, "executor": {"name": "jagg"}}, "algorithm.rollout_chunks"),
         ({"model": {"family": "sd3", "num_frames": 5}}, "model.num_frames"),
         ({"model": {"family": "wan", "num_frames": 8}}, "model.num_frames"),
-        ({"model": {"family": "wan", "height": 40}}, "model.height"),
-        ({"model": {"family": "wan", "width": 100}}, "model.width"),
+        ({"model": {"family": "wan", "resolution": [40, 32]}}, "model.resolution"),
+        ({"model": {"family": "flux", "resolution": [512, 4096]}}, "model.resolution"),
+        ({"model": {"family": "wan", "height": 40}}, "model.resolution"),
+        ({"model": {"family": "sd3", "height": 64}}, "model.height"),
+        ({"model": {"family": "flux", "precision": "fp16"}}, "model.precision"),
+        ({"model": {"family": "wan", "precision": "fp16"}}, "model.precision"),
+        ({"model": {"precision": "fp16"}, "executor": {"name": "lean_retain"}}, "model.precision"),
     ],
     ids=[
         "option-of-another-algorithm", "flash-option-for-flow-grpo", "missing-reward-path", "missing-model-path",
         "lora-rank-with-full", "train-timesteps-not-below-steps", "fsdp-with-lora", "fsdp-on-one-device",
         "fsdp-with-jagg", "chunks-with-jagg", "frames-for-an-image-family", "frames-not-4k-plus-1",
-        "height-not-multiple-of-16", "width-not-multiple-of-16",
+        "resolution-not-multiple-of-16", "resolution-over-the-family-maximum", "stored-wan-height-not-multiple",
+        "height-for-an-image-family", "fp16-for-flux", "fp16-for-wan", "fp16-with-a-lean-executor",
     ],
 )  # fmt: skip
 def test_bad_spec_is_refused_naming_the_field(sections: dict[str, Any], field: str) -> None:

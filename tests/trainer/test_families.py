@@ -57,7 +57,8 @@ def test_wan_videos_have_the_specs_size_and_rewards_average_their_frames(tiny_fa
 
 
 @pytest.mark.parametrize(
-    ("size", "field"), [((40, 32, 5), "model.height"), ((32, 24, 5), "model.width"), ((32, 32, 6), "model.num_frames")]
+    ("size", "field"),
+    [((40, 32, 5), "model.resolution"), ((32, 24, 5), "model.resolution"), ((32, 32, 6), "model.num_frames")],
 )
 def test_a_wan_size_the_checkpoint_cannot_take_is_a_spec_error_naming_the_field(
     tiny_family_dirs: dict[str, Path], size: tuple[int, int, int], field: str
@@ -89,5 +90,5 @@ def test_wan_takes_the_specs_size_else_the_tiny_models_or_the_pipelines() -> Non
     from trainer.models.wan import PIPELINE_SIZE
     from trainer.spec import ModelSpec
 
-    assert video_size(ModelSpec(family="wan", num_frames=9, height=64)) == (64, 32, 9)
+    assert video_size(ModelSpec(family="wan", num_frames=9, resolution=(64, 32))) == (64, 32, 9)
     assert video_size(ModelSpec(family="wan", path="Wan-AI/Wan2.1-T2V-1.3B-Diffusers")) == PIPELINE_SIZE

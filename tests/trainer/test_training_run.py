@@ -142,7 +142,7 @@ def test_bfloat16_transformer_trains_with_fp32_step_math(tmp_path: Path, sfumato
     metrics = _run(
         tmp_path,
         "bf16",
-        model={"dtype": "bfloat16"},
+        model={"precision": "bf16"},
         algorithm={"total_steps": 2, "sampling_steps": 4},
         samples={"count": 0},
         checkpoint={"every": 0},

@@ -291,12 +291,13 @@ def test_the_submit_form_shows_only_the_chosen_family_algorithm_and_executor_opt
 def test_a_hidden_option_s_value_is_not_part_of_the_spec(client: TestClient, app: FastAPI) -> None:
     token = csrf_of(client.get("/submit").text)
     form = {"csrf_token": token, "name": "switched", "executor.name": "native", "executor.group_width": "8"}
-    form |= {"model.height": "480", "reward.0.name": "brightness", "resources.device_type": "cuda"}
+    form |= {"model.num_frames": "81", "reward.0.name": "brightness", "resources.device_type": "cuda"}
     response = client.post("/submit", data=form)  # jagg's and wan's options, left behind by a switch back
     assert response.status_code == 303, response.text
     with app.state.sessionmaker() as session:
         job = session.get(Job, int(response.headers["location"].rsplit("/", 1)[-1]))
-        assert job is not None and job.spec["executor"] == {"name": "native"} and job.spec["model"]["height"] is None
+        assert job is not None and job.spec["executor"] == {"name": "native"}
+        assert job.spec["model"]["num_frames"] is None
 
 
 def test_a_hub_model_submitted_while_every_worker_is_offline_is_warned_about_on_its_page(

@@ -131,7 +131,7 @@ class DigenrlExecutor(Executor):
             total = job.replay.scores.total[rows]
             parts = {name: scores[rows] for name, scores in job.replay.scores.parts.items()}
         else:
-            noise = sample_noise(job.algorithm.seed, batch.step, batch.sample_ids[rows].tolist(), job.dist.device)
+            noise = sample_noise(job.algorithm, batch.step, batch.sample_ids[rows].tolist(), job.dist.device)
             with torch.no_grad():
                 trajectory = rollout(
                     job.denoiser,
@@ -196,7 +196,8 @@ class DigenrlExecutor(Executor):
     def receive_weights(self) -> None:
         header = torch.zeros(1, dtype=torch.int64)
         dist.recv(header, self.trainers[0], tag=WEIGHT_TAG)
-        flat = torch.empty(sum(p.numel() for p in self.job.parameters), dtype=torch.float32)
+        size = sum(p.numel() for p in self.job.parameters)
+        flat = torch.empty(size, dtype=torch.float32, device=self.job.dist.device)  # where push_weights sends from
         dist.recv(flat, self.trainers[0], tag=WEIGHT_TAG)
         offset = 0
         with torch.no_grad():

@@ -64,7 +64,7 @@ def rollout_with_graphs(
     uncond = job.unconditional(len(rows))
     sde, trained = plan.sde[selected], plan.trained[selected]
     replay = job.replay.trajectory if job.replay is not None else None
-    noise = sample_noise(algorithm.seed, batch.step, [int(batch.sample_ids[r]) for r in rows], device)
+    noise = sample_noise(algorithm, batch.step, [int(batch.sample_ids[r]) for r in rows], device)
     x = noise.initial(family.latent_shape) if replay is None else replay.latents[on_device, 0]
     latents = [x]
     log_probs = torch.empty((len(rows), algorithm.steps), device=device)

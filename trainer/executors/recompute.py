@@ -23,7 +23,7 @@ def recompute_gradients(
     trained = plan.trained.shape[1]
     for position in range(trained):
         terms = job.trained_step(trajectory, plan, position, advantages)
-        (terms.loss / trained).backward()
+        job.backward(terms.loss / trained)
         if report is not None:
             report.add(terms)
 

@@ -8,12 +8,14 @@ rollout, training and the KL reference all go through the same ``velocity`` code
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from trainer.sampling.schedule import CheckpointSchedule
+from trainer.spec import SpecError
 
 
 @dataclass
@@ -49,6 +51,7 @@ class ModelFamily(ABC):
     lora_targets: tuple[str, ...]
     schedule: CheckpointSchedule
     image_tokens: int  # transformer tokens of one sample: what a pipeline's dynamic shifting counts
+    compute_dtype: torch.dtype = torch.float32  # the transformer runs under autocast in it (model.precision)
 
     def sigmas(self, steps: int, shift: float | None = None) -> torch.Tensor:
         """The checkpoint's own σ grid for ``steps`` steps at this family's sample size (``shift`` overrides)."""
@@ -74,12 +77,35 @@ class ModelFamily(ABC):
         uncond: Conditioning | None,
         cfg_scale: float,
     ) -> torch.Tensor:
-        """The policy's velocity: CFG-combined when cfg_scale > 1, one batched [uncond, cond] pass."""
-        dtype = next(module.parameters()).dtype
-        x_in = x.to(dtype)
-        if cfg_scale <= 1.0 or uncond is None:
-            return self.forward(module, x_in, sigma, cond)
-        pair = Conditioning.cat([uncond, cond])
-        both = self.forward(module, torch.cat([x_in, x_in]), torch.cat([sigma, sigma]), pair)
-        v_uncond, v_cond = both.chunk(2)
+        """The policy's velocity: CFG-combined when cfg_scale > 1, one batched [uncond, cond] pass. Latents,
+        σ and embeddings go in as they are (fp32); the transformer computes in the compute precision."""
+        with self.compute_precision(x.device):
+            if cfg_scale <= 1.0 or uncond is None:
+                return self.forward(module, x, sigma, cond).float()
+            pair = Conditioning.cat([uncond, cond])
+            both = self.forward(module, torch.cat([x, x]), torch.cat([sigma, sigma]), pair)
+        v_uncond, v_cond = both.float().chunk(2)
         return v_uncond + cfg_scale * (v_cond - v_uncond)
+
+    def compute_precision(self, device: torch.device) -> AbstractContextManager[object]:
+        """Autocast to the compute precision (fp32 runs as it is): matrix products in bf16/fp16 while the
+        weights, and the timestep embedding's input, stay as they are held."""
+        if self.compute_dtype == torch.float32:
+            return nullcontext()
+        return torch.autocast(device.type, dtype=self.compute_dtype)
+
+
+def latent_size(resolution: tuple[int, int], vae_scale: int, patch: int) -> tuple[int, int]:
+    """(latent height, latent width) of a [height, width] pixel image this checkpoint takes: each side a
+    multiple of its VAE scale × patch size (the spec checks 16, the released checkpoints' factors)."""
+    step = vae_scale * patch
+    for side, pixels in zip(("height", "width"), resolution, strict=True):
+        if pixels % step:
+            message = f"{side} {pixels}: this checkpoint needs a multiple of {step} (VAE {vae_scale} × patch {patch})"
+            raise SpecError("model.resolution", message)
+    return resolution[0] // vae_scale, resolution[1] // vae_scale
+
+
+def vae_scale(vae: nn.Module) -> int:
+    """Pixels per latent side: 2 per down block after the first (the pipelines' ``vae_scale_factor``)."""
+    return int(2 ** (len(vae.config.block_out_channels) - 1))  # type: ignore[union-attr]

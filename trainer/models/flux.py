@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainer.models.base import Conditioning, ModelFamily
+from trainer.models.base import Conditioning, ModelFamily, latent_size, vae_scale
 from trainer.sampling.schedule import CheckpointSchedule
 
 DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default guidance (its diffusers pipeline's guidance_scale)
@@ -22,7 +22,9 @@ DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default guidance (its diffusers pipelin
 class FluxFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
 
-    def __init__(self, directory: Path, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(
+        self, directory: Path, device: torch.device, dtype: torch.dtype, resolution: tuple[int, int] | None = None
+    ) -> None:
         from diffusers import AutoencoderKL, FluxTransformer2DModel
         from transformers import AutoTokenizer, CLIPTextModel, T5EncoderModel
 
@@ -36,9 +38,11 @@ class FluxFamily(ModelFamily):
         self.clip_tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
         self.t5_tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer_2")
         channels = self.transformer.config.in_channels // 4
-        size = self.vae.config.sample_size // 2 ** (len(self.vae.config.block_out_channels) - 1)
-        self.latent_shape = (channels, size, size)
-        self.image_tokens = (size // 2) ** 2  # FluxPipeline's packed 2 × 2 patches
+        scale = vae_scale(self.vae)
+        pixels = resolution or (self.vae.config.sample_size, self.vae.config.sample_size)
+        height, width = latent_size(pixels, scale, 2)
+        self.latent_shape = (channels, height, width)
+        self.image_tokens = (height // 2) * (width // 2)  # FluxPipeline's packed 2 × 2 patches: μ counts them
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
@@ -70,7 +74,7 @@ class FluxFamily(ModelFamily):
             hidden_states=pack(x),
             encoder_hidden_states=cond.hidden.to(dtype),
             pooled_projections=cond.pooled.to(dtype),  # type: ignore[union-attr]
-            timestep=sigma.to(dtype),
+            timestep=sigma.float(),  # σ = t / 1000 in fp32, never rounded to the compute precision
             img_ids=image_ids(height, width, x.device, dtype),
             txt_ids=torch.zeros(cond.hidden.shape[1], 3, device=x.device, dtype=dtype),
             guidance=guidance,

@@ -10,8 +10,9 @@ from trainer.models.base import ModelFamily
 from trainer.models.builtin_shapes import ensure_builtin_shapes
 from trainer.models.builtin_tiny import ensure_builtin_tiny
 from trainer.spec import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, ModelSpec
+from trainer.spec.model import WAN_PIPELINE_SIZE, WAN_TINY_SIZE
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def model_directory(spec: ModelSpec) -> Path:
@@ -28,33 +29,36 @@ def model_directory(spec: ModelSpec) -> Path:
 
 
 def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
+    """The family at ``spec.resolution``. Full fine-tuning loads the transformer in fp32, the master weights
+    AdamW updates; under LoRA the base weights never change and are held in the compute precision, the
+    adapter in fp32 (``prepare_finetune``). Either way the transformer computes in ``model.precision``."""
     directory = model_directory(spec)
-    dtype = DTYPES[spec.dtype]
+    compute = PRECISIONS[spec.precision]
+    weights = torch.float32 if spec.finetune == "full" else compute
     family: ModelFamily
     if spec.family == "sd3":
         from trainer.models.sd3 import SD3Family
 
-        family = SD3Family(directory, device, dtype)
+        family = SD3Family(directory, device, weights, spec.resolution)
     elif spec.family == "flux":
         from trainer.models.flux import FluxFamily
 
-        family = FluxFamily(directory, device, dtype)
+        family = FluxFamily(directory, device, weights, spec.resolution)
     else:
         from trainer.models.wan import WanFamily
 
-        family = WanFamily(directory, device, dtype, video_size(spec))
+        family = WanFamily(directory, device, weights, video_size(spec))
+    family.compute_dtype = compute
     prepare_finetune(family, spec)
     return family
 
 
 def video_size(spec: ModelSpec) -> tuple[int, int, int]:
     """(height, width, frames): the spec's, else the built-in tiny model's or WanPipeline's defaults."""
-    from trainer.models import tiny_wan
-    from trainer.models.wan import PIPELINE_SIZE
-
-    tiny = spec.path == BUILTIN_MODEL_PATH
-    height, width, frames = (tiny_wan.HEIGHT, tiny_wan.WIDTH, tiny_wan.NUM_FRAMES) if tiny else PIPELINE_SIZE
-    return spec.height or height, spec.width or width, spec.num_frames or frames
+    height, width, frames = WAN_TINY_SIZE if spec.path == BUILTIN_MODEL_PATH else WAN_PIPELINE_SIZE
+    if spec.resolution is not None:
+        height, width = spec.resolution
+    return height, width, spec.num_frames or frames
 
 
 def prepare_finetune(family: ModelFamily, spec: ModelSpec) -> None:

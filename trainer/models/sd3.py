@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainer.models.base import Conditioning, ModelFamily
+from trainer.models.base import Conditioning, ModelFamily, latent_size, vae_scale
 from trainer.sampling.schedule import CheckpointSchedule
 from trainer.spec import SpecError
 
@@ -25,7 +25,9 @@ CLIP_SEQUENCE = 77  # the pipeline's CLIP length when a tokenizer does not say
 class SD3Family(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
 
-    def __init__(self, directory: Path, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(
+        self, directory: Path, device: torch.device, dtype: torch.dtype, resolution: tuple[int, int] | None = None
+    ) -> None:
         from diffusers import AutoencoderKL, SD3Transformer2DModel
         from transformers import AutoTokenizer, CLIPTextModelWithProjection, T5EncoderModel
 
@@ -53,9 +55,20 @@ class SD3Family(ModelFamily):
             )
             self.t5_tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer_3")
             self.t5_sequence = min(T5_SEQUENCE, self.t5_tokenizer.model_max_length)
-        size = self.transformer.config.sample_size
-        self.latent_shape = (self.transformer.config.in_channels, size, size)
-        self.image_tokens = (size // self.transformer.config.patch_size) ** 2
+        config = self.transformer.config
+        height, width = self.latent_size(resolution) if resolution else (config.sample_size, config.sample_size)
+        self.latent_shape = (config.in_channels, height, width)
+        self.image_tokens = (height // config.patch_size) * (width // config.patch_size)
+
+    def latent_size(self, resolution: tuple[int, int]) -> tuple[int, int]:
+        """The latent of a [height, width] image; SD3's positional table holds pos_embed_max_size patches a side."""
+        config = self.transformer.config
+        scale = vae_scale(self.vae)
+        size = latent_size(resolution, scale, config.patch_size)
+        most = (config.pos_embed_max_size or config.sample_size // config.patch_size) * config.patch_size * scale
+        if max(resolution) > most:
+            raise SpecError("model.resolution", f"this checkpoint's positional table takes up to {most} px a side")
+        return size
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
@@ -90,7 +103,7 @@ class SD3Family(ModelFamily):
             hidden_states=x,
             encoder_hidden_states=cond.hidden.to(dtype),
             pooled_projections=cond.pooled.to(dtype),  # type: ignore[union-attr]
-            timestep=(sigma * 1000).to(dtype),
+            timestep=sigma.float() * 1000,  # the pipeline's fp32 t: the embedding, not the matmuls, reads it
             return_dict=False,
         )[0]
         return out

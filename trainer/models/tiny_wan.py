@@ -3,7 +3,8 @@
 The VAE is a tiny ``AutoencoderKLWan`` with Wan's compression, 8× in space and 4× in time (the
 real video VAE class, so real checkpoints take the same decode path), and the transformer patches
 2 × 2 as Wan does: the default 5 frames of 32 × 32 px are 4 channels × 2 latent frames × 4 × 4, and
-every size the spec allows for Wan (``model.height``/``width``/``num_frames``) fits. Its weights are
+every size the spec allows for Wan (``model.resolution``, ``num_frames``; default
+``trainer.spec.model.WAN_TINY_SIZE``) fits. Its weights are
 random, so unlike the SD3 and FLUX tiny models its colours barely follow the latents: it checks the
 plumbing, not learning. The text encoder is a tiny UMT5 on the word-level tokenizer.
 """
@@ -16,9 +17,6 @@ from trainer.models.tiny_t5 import tiny_t5_config
 from trainer.models.tiny_vae import LATENT_CHANNELS
 from trainer.models.word_tokenizer import word_tokenizer
 
-HEIGHT = 32
-WIDTH = 32
-NUM_FRAMES = 5
 TEXT_HIDDEN = 32
 MAX_TOKENS = 16
 

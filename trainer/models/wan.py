@@ -15,11 +15,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainer.models.base import Conditioning, ModelFamily
+from trainer.models.base import Conditioning, ModelFamily, latent_size
 from trainer.sampling.schedule import CheckpointSchedule
 from trainer.spec import SpecError
+from trainer.spec.model import WAN_PIPELINE_SIZE
 
-PIPELINE_SIZE = (480, 832, 81)  # WanPipeline's default height, width and frames
+PIPELINE_SIZE = WAN_PIPELINE_SIZE  # WanPipeline's default height, width and frames
 
 
 class WanFamily(ModelFamily):
@@ -50,11 +51,10 @@ class WanFamily(ModelFamily):
         patch_frames, patch_height, patch_width = self.transformer.config.patch_size
         if (frames - 1) % temporal or ((frames - 1) // temporal + 1) % patch_frames:
             raise SpecError("model.num_frames", f"this checkpoint needs {temporal}k+1 frames; got {frames}")
-        for name, pixels, patch in (("height", height, patch_height), ("width", width, patch_width)):
-            if pixels % (spatial * patch):
-                message = f"this checkpoint needs a multiple of {spatial * patch} (VAE {spatial} × patch {patch})"
-                raise SpecError(f"model.{name}", f"{message}; got {pixels}")
-        return (frames - 1) // temporal + 1, height // spatial, width // spatial
+        if patch_height != patch_width:
+            raise SpecError("model.path", f"a Wan transformer patches squares; this one {patch_height} × {patch_width}")
+        latent_height, latent_width = latent_size((height, width), spatial, patch_height)
+        return (frames - 1) // temporal + 1, latent_height, latent_width
 
     @torch.no_grad()
     def encode_prompts(self, prompts: list[str]) -> Conditioning:
@@ -73,7 +73,7 @@ class WanFamily(ModelFamily):
         dtype = x.dtype
         return module(
             hidden_states=x,
-            timestep=(sigma * 1000).to(dtype),
+            timestep=sigma.float() * 1000,  # the pipeline's fp32 t
             encoder_hidden_states=cond.hidden.to(dtype),
             return_dict=False,
         )[0]

@@ -32,14 +32,20 @@ class Upstream:
     advantage_eps: float  # added to the std
     kl_form: KlForm
     samplers: tuple[Sampler, ...]  # the step forms its code offers
+    noise_level: float  # a (Flow-GRPO) or η (DanceGRPO); Flash-GRPO's g = σ_1 σ does not read it
+    clip_range: float
+    init_same_noise: bool  # one starting noise per group (every member starts from the same latent)
 
 
 UPSTREAM: dict[str, Upstream] = {
-    "flow_grpo": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps")),
-    "flow_grpo_fast": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps")),
-    "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",)),
-    "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",)),
+    "flow_grpo": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False),
+    "flow_grpo_fast": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False),
+    "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",), 0.3, 1e-4, True),
+    "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",), 0.7, 1e-3, False),
 }
+
+# Fields that, left unset, take the algorithm's upstream value.
+UPSTREAM_FIELDS = ("global_std", "unbiased_std", "kl_form", "noise_level", "clip_range", "init_same_noise")
 
 # Options only some algorithms read.
 ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
@@ -62,8 +68,18 @@ class AlgorithmSpec(Section):
     prompts_per_step: int = Field(2, ge=1, le=4096, description="prompts per optimizer step")
     total_steps: int = Field(10, ge=1, le=10_000_000, description="optimizer steps")
     learning_rate: float = Field(3e-4, gt=0, le=1.0)
-    noise_level: float = Field(0.7, gt=0, le=5.0, description="SDE level: a (flow_grpo), eta (dance_grpo)")
-    clip_range: float = Field(1e-4, gt=0, le=1.0)
+    noise_level: float | None = Field(
+        None,
+        gt=0,
+        le=5.0,
+        description="SDE level: a (flow_grpo, flow_grpo_fast), eta (dance_grpo); default 0.7, dance_grpo 0.3",
+    )
+    clip_range: float | None = Field(None, gt=0, le=1.0, description="ratio clip; default 1e-4, flash_grpo 1e-3")
+    init_same_noise: bool | None = Field(
+        None,
+        description="every member of a prompt's group starts from the same initial noise (the steps' noise "
+        "still differs per sample); default: true for dance_grpo, false otherwise",
+    )
     kl_beta: float = Field(0.0, ge=0)
     adv_clip: float = Field(5.0, gt=0)
     global_std: bool | None = Field(
@@ -114,12 +130,9 @@ class AlgorithmSpec(Section):
             allowed = ", ".join(upstream.samplers)
             message = f"{self.name} has no {self.sampler!r} step in its upstream code; allowed: {allowed}"
             problems.add("sampler", message)
-        if self.global_std is None:
-            self.global_std = upstream.global_std
-        if self.unbiased_std is None:
-            self.unbiased_std = upstream.unbiased_std
-        if self.kl_form is None:
-            self.kl_form = upstream.kl_form
+        for name in UPSTREAM_FIELDS:
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(upstream, name))
         last = self.sampling_steps - 1
         if self.name == "flow_grpo_fast":
             self._window(last, problems)

@@ -46,6 +46,19 @@ class JobSpec(Section):
     retry: RetrySpec = Field(default_factory=RetrySpec)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_same_noise(cls, data: Any) -> Any:
+        """A spec stored before ``algorithm.init_same_noise`` existed (its model section still names ``dtype``,
+        which every spec of that time recorded) ran with one starting noise per sample: it keeps doing so."""
+        if not isinstance(data, dict):
+            return data
+        model, algorithm = data.get("model"), data.get("algorithm")
+        before = isinstance(model, dict) and "dtype" in model
+        if before and isinstance(algorithm, dict) and "init_same_noise" not in algorithm:
+            data = {**data, "algorithm": {**algorithm, "init_same_noise": False}}
+        return data
+
     @field_validator("executor", mode="before")
     @classmethod
     def _executor_named(cls, value: Any) -> Any:
@@ -80,6 +93,13 @@ class JobSpec(Section):
                 runs = ", ".join(FSDP_EXECUTORS)
                 message = f"'fsdp' runs with {runs}; {self.executor.name} handles gradients and weights itself"
                 problems.add("model.sharding", message)
+        if self.model.precision == "fp16" and self.executor.name != "native":
+            message = (
+                "fp16 needs its loss scaled, and native scales each trained step's loss and unscales once before "
+                f"clipping; {self.executor.name} backwards partial or rescaled losses whose scales would have to "
+                "agree: use bf16 (or fp32)"
+            )
+            problems.add("model.precision", message)
         if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
             message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
             problems.add("algorithm.rollout_chunks", message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -17,15 +17,31 @@ from trainer.spec.base import (
     check_local_path,
 )
 
-# Wan's pixel sizes: VAE scale × transformer patch in space, VAE scale in time (frames are 4k+1).
-WAN_PIXELS_PER_TOKEN = 16
+Precision = Literal["bf16", "fp16", "fp32"]
+# model.dtype's values, read from specs stored before model.precision replaced it.
+LEGACY_DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+# fp16's range (up to 65504) is too narrow for the activations of these families' released checkpoints,
+# which their pipelines run in bf16.
+FP16_FAMILIES = ("sd3",)
+
+# Pixels per transformer token side, every family's: VAE scale 8 × patch 2 (FLUX: its 2 × 2 packing). A
+# checkpoint with other factors is checked again against its own configs when it loads.
+PIXELS_PER_TOKEN = 16
+# The largest side each family's released checkpoints take: SD3's positional table (pos_embed_max_size 192
+# patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720).
+MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "wan": 1280}
+# Wan's frames: VAE scale 4 in time, so frames are 4k+1.
 WAN_FRAMES_PER_LATENT = 4
+# (height, width, frames) a Wan video has when the spec leaves them out: the built-in tiny model's, else
+# WanPipeline's defaults.
+WAN_TINY_SIZE = (32, 32, 5)
+WAN_PIPELINE_SIZE = (480, 832, 81)
 
 # Options that belong to one model family (the submit form shows them for that family only).
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "sd3": frozenset(),
     "flux": frozenset(),
-    "wan": frozenset({"height", "width", "num_frames"}),
+    "wan": frozenset({"num_frames"}),
 }
 
 
@@ -72,7 +88,12 @@ class ModelSpec(Section):
     lora_targets: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         None, max_length=256, description="module names the adapter wraps (lora only; default: attention projections)"
     )
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    precision: Precision = Field(
+        "fp32",
+        description="compute precision: weights and optimizer state stay fp32 (a LoRA's frozen base weights are "
+        "kept in this precision), the transformer runs under autocast in it (FSDP: its mixed-precision policy, "
+        "gradients reduced in fp32); 'fp16' for family sd3 with executor native only (docs/trainer.md)",
+    )
     gradient_checkpointing: bool = False
     sharding: Literal["auto", "ddp", "fsdp"] = Field(
         "auto",
@@ -80,11 +101,36 @@ class ModelSpec(Section):
         "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with native, lean_retain or "
         "lean_reweight), 'auto' (fsdp for full fine-tuning on CUDA with those executors, ddp otherwise)",
     )
-    height: int | None = Field(None, ge=16, le=4096, description="wan: frame height in pixels (default: the model's)")
-    width: int | None = Field(None, ge=16, le=4096, description="wan: frame width in pixels (default: the model's)")
+    resolution: tuple[Annotated[int, Field(ge=16)], Annotated[int, Field(ge=16)]] | None = Field(
+        None,
+        description="[height, width] in pixels, multiples of 16 up to the family's maximum (sd3 3072, flux 2048, "
+        "wan 1280): the latent size and, for flux, the σ grid's shift μ (default: the model's own size)",
+    )
     num_frames: int | None = Field(
         None, ge=1, le=1025, description="wan: frames per video, of the form 4k+1 (default: the model's)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_fields(cls, data: Any) -> Any:
+        """A spec stored before precision and resolution: ``dtype`` becomes the precision, Wan's ``height`` and
+        ``width`` the resolution (a side left out is the model's default). Other families never took them."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        dtype = data.pop("dtype", None)
+        if dtype is not None and "precision" not in data:
+            data["precision"] = LEGACY_DTYPES.get(dtype, dtype)
+        for side in ("height", "width"):
+            if side in data and data[side] is None:
+                del data[side]  # every stored spec recorded them, null unless the family was wan
+        if data.get("family") != "wan" or not {"height", "width"} & data.keys():
+            return data
+        height, width = data.pop("height", None), data.pop("width", None)
+        if data.get("resolution") is None:
+            default = WAN_TINY_SIZE if data.get("path", BUILTIN_MODEL_PATH) == BUILTIN_MODEL_PATH else WAN_PIPELINE_SIZE
+            data["resolution"] = (height or default[0], width or default[1])
+        return data
 
     @field_validator("path")
     @classmethod
@@ -105,7 +151,14 @@ class ModelSpec(Section):
         """The fine-tuning and video-size rules, all checked: the problems are reported together."""
         problems = SpecProblems("ModelSpec")
         self._lora_fields(problems)
-        self._video_size(problems)
+        self._resolution(problems)
+        self._video_frames(problems)
+        if self.precision == "fp16" and self.family not in FP16_FAMILIES:
+            message = (
+                f"{self.family} checkpoints are released and run in bf16: their activations exceed fp16's range; "
+                f"fp16 runs family {', '.join(FP16_FAMILIES)}; allowed here: bf16, fp32"
+            )
+            problems.add("precision", message)
         problems.raise_all()
         return self
 
@@ -123,18 +176,24 @@ class ModelSpec(Section):
                 message = "'fsdp' shards full fine-tuning; a LoRA adapter is small and trains under 'ddp' or 'auto'"
                 problems.add("sharding", message)
 
-    def _video_size(self, problems: SpecProblems) -> None:
-        """Wan's VAE compresses 8× in space and 4× in time and its transformer patches 2×2: WanPipeline's
-        sizes. A checkpoint with other factors is checked again against its own configs when it loads."""
-        if self.family != "wan":
-            for name in sorted(FAMILY_OPTIONS["wan"]):
-                if getattr(self, name) is not None:
-                    problems.add(name, f"applies only to family 'wan', not {self.family!r}")
+    def _resolution(self, problems: SpecProblems) -> None:
+        """Every family's latent is its pixels / VAE scale, patched 2 × 2: a side must be a multiple of 16."""
+        if self.resolution is None:
             return
-        for name in ("height", "width"):
-            value = getattr(self, name)
-            if value is not None and value % WAN_PIXELS_PER_TOKEN:
-                multiple = WAN_PIXELS_PER_TOKEN
-                problems.add(name, f"must be a multiple of {multiple} (VAE scale 8 × patch 2); got {value}")
+        maximum = MAX_RESOLUTION[self.family]
+        for side, value in zip(("height", "width"), self.resolution, strict=True):
+            if value % PIXELS_PER_TOKEN or value > maximum:
+                problems.add(
+                    "resolution",
+                    f"{side} {value} must be a multiple of {PIXELS_PER_TOKEN} (VAE scale 8 × patch 2) up to "
+                    f"{maximum} for family {self.family!r}: allowed 16, 32, …, {maximum}",
+                )
+
+    def _video_frames(self, problems: SpecProblems) -> None:
+        """Wan's VAE compresses 4× in time: WanPipeline's frames are 4k+1."""
+        if self.family != "wan":
+            if self.num_frames is not None:
+                problems.add("num_frames", f"applies only to family 'wan', not {self.family!r}")
+            return
         if self.num_frames is not None and (self.num_frames - 1) % WAN_FRAMES_PER_LATENT:
             problems.add("num_frames", f"must be of the form 4k+1 (1, 5, 9, …, 81); got {self.num_frames}")
