@@ -75,9 +75,14 @@ class Distributed:
             dist.destroy_process_group()
 
 
+# The backend of each device's tensors: on CUDA, NCCL for device tensors and gloo for the host's (rewards,
+# sample ids, digenrl's units and weight pushes are CPU tensors); torch picks the backend by the tensor's device.
+BACKENDS = {"cpu": "gloo", "cuda": "cpu:gloo,cuda:nccl"}
+
+
 def init_distributed(device_type: str) -> Distributed:
-    """gloo on CPU, NCCL on CUDA; on CPU the cores are split between the host's ranks unless
-    OMP_NUM_THREADS says otherwise."""
+    """The process group of ``BACKENDS[device_type]``; on CPU the cores are split between the host's ranks
+    unless OMP_NUM_THREADS says otherwise."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -90,6 +95,5 @@ def init_distributed(device_type: str) -> Distributed:
             local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world_size)))
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
     if world_size > 1:
-        backend = "nccl" if device_type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, timeout=timedelta(minutes=30))
+        dist.init_process_group(backend=BACKENDS[device_type], timeout=timedelta(minutes=30))
     return Distributed(rank, world_size, local_rank, device)

@@ -196,7 +196,8 @@ class DigenrlExecutor(Executor):
     def receive_weights(self) -> None:
         header = torch.zeros(1, dtype=torch.int64)
         dist.recv(header, self.trainers[0], tag=WEIGHT_TAG)
-        flat = torch.empty(sum(p.numel() for p in self.job.parameters), dtype=torch.float32)
+        size = sum(p.numel() for p in self.job.parameters)
+        flat = torch.empty(size, dtype=torch.float32, device=self.job.dist.device)  # where push_weights sends from
         dist.recv(flat, self.trainers[0], tag=WEIGHT_TAG)
         offset = 0
         with torch.no_grad():
