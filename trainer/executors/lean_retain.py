@@ -114,10 +114,10 @@ class LeanRetainExecutor(Executor):
         advantages: torch.Tensor,
     ) -> StepTerms:
         """Native's loss at one training position, from the kept graphs instead of a re-forward."""
-        spec, algorithm = self.job.spec.algorithm, self.job.algorithm
-        rows = torch.arange(len(steps))
+        spec, algorithm, device = self.job.spec.algorithm, self.job.algorithm, self.job.dist.device
+        rows = torch.arange(len(steps), device=device)
         kept = [(graphs[s], graphs[s].rows.index(r)) for r, s in enumerate(steps)]
-        if len(set(steps)) == 1 and kept[0][0].rows == rows.tolist():  # one graph holds the position
+        if len(set(steps)) == 1 and kept[0][0].rows == list(range(len(steps))):  # one graph holds the position
             forward = kept[0][0]
             log_prob, mean, kl_std, reference = (
                 forward.out.log_prob,
@@ -132,7 +132,7 @@ class LeanRetainExecutor(Executor):
             reference = None
             if spec.kl_beta > 0:
                 reference = torch.stack([f.reference_mean[n] for f, n in kept])  # type: ignore[index]
-        old = trajectory.log_probs[rows, torch.tensor(steps)]
+        old = trajectory.log_probs[rows, torch.tensor(steps, device=device)]
         weights = None if plan.weights is None else plan.weights.to(old.device)
         terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
         loss, kl = terms.loss, torch.zeros(())
