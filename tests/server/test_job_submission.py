@@ -47,6 +47,10 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str]] = [
     ("missing model path", {"model": {"path": "/nonexistent/sfumato/model"}}, "model.path"),
     ("cps for an algorithm without it", {"algorithm": {"name": "dance_grpo", "sampler": "cps"}}, "algorithm.sampler"),
     ("another executor's option", {"executor": {"name": "native", "group_width": 4}}, "executor.group_width"),
+    ("fp16 for flux", {"model": {"family": "flux", "precision": "fp16"}}, "model.precision"),
+    ("fp16 with jagg", {"model": {"precision": "fp16"}, "executor": {"name": "jagg"}}, "model.precision"),
+    ("resolution off the 16 px step", {"model": {"resolution": [500, 512]}}, "model.resolution"),
+    ("resolution over wan's maximum", {"model": {"family": "wan", "resolution": [1296, 720]}}, "model.resolution"),
 ]
 
 
@@ -87,6 +91,18 @@ def test_cps_is_accepted_for_flow_grpo_and_stored_with_the_algorithm_s_upstream_
     assert response.status_code == 201, response.text
     algorithm = response.json()["spec"]["algorithm"]
     assert (algorithm["sampler"], algorithm["kl_form"], algorithm["global_std"]) == ("cps", "flow_grpo", True)
+
+
+def test_dance_grpo_is_stored_with_its_resolved_upstream_defaults_so_a_retry_runs_the_same(harness: Harness) -> None:
+    response = harness.submit({"algorithm": {"name": "dance_grpo"}})
+    assert response.status_code == 201, response.text
+    algorithm = response.json()["spec"]["algorithm"]
+    assert (algorithm["noise_level"], algorithm["init_same_noise"], algorithm["clip_range"]) == (0.3, True, 1e-4)
+
+
+def test_a_bad_resolution_is_refused_with_the_allowed_step(harness: Harness) -> None:
+    (problem,) = harness.submit({"model": {"resolution": [500, 512]}}).json()["detail"]
+    assert problem["field"] == "model.resolution" and "multiple of 16" in problem["message"]
 
 
 def test_model_path_outside_configured_roots_is_refused(harness: Harness, tmp_path: Path) -> None:
