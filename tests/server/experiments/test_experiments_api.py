@@ -41,7 +41,7 @@ def _experiment_count(harness: Harness) -> int:
         return len(session.scalars(select(Experiment)).all())
 
 
-def test_each_cell_is_a_queued_exclusive_job_on_one_device_model_in_a_recorded_shuffled_order(harness: Harness) -> None:
+def test_each_cell_is_a_queued_exclusive_job_on_one_device_model_in_a_recorded_order(harness: Harness) -> None:
     member = harness.add_user("ann", "red")
     harness.add_host("gpu-1", device_type="cpu", count=2)
     body = _created(harness, member, ("executor.name", ["native", "lean_retain", "jagg"]), ("seed", [1, 2]))

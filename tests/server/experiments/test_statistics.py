@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from server.services.statistics import mean_interval, paired_t_test, log_interval, t_cdf, t_quantile
+from server.services.statistics import log_interval, mean_interval, paired_t_test, t_cdf, t_quantile
 
 
 @pytest.mark.parametrize("p", [0.6, 0.9, 0.975, 0.995])
