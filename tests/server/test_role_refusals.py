@@ -1,19 +1,24 @@
-"""The role rules of server/services/scoping.py on callers built in memory: who may submit, change a job or
-manage hosts, and the words each refusal says (which team, which role, what to do instead)."""
+"""The role rules of server/services/scoping.py on callers built in memory: who may submit, change a job,
+manage a team or hosts, and the words each refusal says (which team, which role, what to do instead)."""
 
 from __future__ import annotations
 
 import pytest
+from server_harness import Harness
+from sqlalchemy import select
 
-from server.models import Job
+from server.models import Job, Team
 from server.services.auth import Caller, TeamRole
-from server.services.errors import FieldErrors, Forbidden
+from server.services.errors import FieldErrors, Forbidden, NotFound
 from server.services.scoping import (
     can_manage_hosts,
     ensure_can_act,
     ensure_server_admin,
+    ensure_team_admin,
+    get_visible_job,
     team_for_submission,
     visibility,
+    visible_team,
 )
 
 LAB = TeamRole(1, "lab", "member")
@@ -117,3 +122,29 @@ def test_hosts_are_managed_by_writing_server_admins_and_admins_of_any_team() -> 
 def test_the_sql_visibility_binds_carry_the_caller_s_admin_flag_teams_and_id() -> None:
     assert visibility(caller(LAB, STUDIO)) == {"is_admin": False, "team_ids": [1, 2], "user_id": 7}
     assert visibility(caller(is_admin=True))["is_admin"] is True
+
+
+def test_a_job_or_team_outside_the_caller_s_reach_is_not_found_by_its_id(harness: Harness) -> None:
+    """The same words as for an id that does not exist, naming the id asked for."""
+    harness.add_user("lena", "lab", "admin")
+    with harness.session() as session:
+        lab = session.scalars(select(Team).where(Team.name == "lab")).one()
+        outsider = caller(TeamRole(lab.id + 1, "studio", "admin"))
+        with pytest.raises(NotFound) as refused:
+            get_visible_job(session, outsider, 424242)
+        assert refused.value.detail == "job 424242 not found"
+        with pytest.raises(NotFound) as refused:
+            visible_team(session, outsider, lab.id)
+        assert refused.value.detail == f"team {lab.id} not found"
+
+
+def test_a_member_who_may_see_a_team_may_not_manage_it_and_is_told_whose_job_that_is(harness: Harness) -> None:
+    harness.add_user("lena", "lab", "admin")
+    with harness.session() as session:
+        lab = session.scalars(select(Team).where(Team.name == "lab")).one()
+        member = caller(TeamRole(lab.id, "lab", "member"))
+        assert visible_team(session, member, lab.id) == lab
+        with pytest.raises(Forbidden) as refused:
+            ensure_team_admin(session, member, lab.id)
+        assert refused.value.detail == "only an admin of team 'lab' may do this"
+        assert ensure_team_admin(session, caller(TeamRole(lab.id, "lab", "admin")), lab.id) == lab
