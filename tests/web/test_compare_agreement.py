@@ -92,3 +92,30 @@ def test_the_api_the_cli_and_the_page_show_the_same_figures(app: FastAPI, world:
         assert shown[0] in table[row["id"]] and shown[1] in table[row["id"]]
         assert cells["duration"] in table[row["id"]]
     assert _page_cells(page, native["id"])["duration"] == "1 min 35 s"
+
+
+def test_every_face_says_which_job_the_speedups_are_over_whatever_the_order_of_the_ids(
+    app: FastAPI, world: World
+) -> None:
+    native = _finished_native(app, world)
+    ids = [native, *(job.id for job in world.finished)]
+    runner = CliRunner()
+    with served(app) as url, httpx.Client(base_url=url) as http:
+        answers = [
+            http.get(
+                "/api/v1/compare",
+                params={"jobs": ",".join(map(str, order))},
+                headers={"Authorization": f"Bearer {world.token}"},
+            ).json()
+            for order in (ids, ids[::-1])
+        ]
+        cli_text = runner.invoke(cli, ["--url", url, "--token", world.token, "compare", *map(str, ids[::-1])])
+        _logged_in(http)
+        page = unescape(http.get("/compare", params=[("job", i) for i in ids[::-1]]).text)
+    assert [a["reference"] for a in answers] == [f"speedup over #{native}"] * 2
+    assert [sorted((r["id"], r["speedup"]) for r in a["jobs"]) for a in answers[1:]] == [
+        sorted((r["id"], r["speedup"]) for r in answers[0]["jobs"])
+    ]
+    assert cli_text.exit_code == 0, cli_text.output
+    assert f"speedup over #{native} (" in cli_text.output
+    assert f"Speedup over #{native}" in page
