@@ -4,6 +4,7 @@ cancel), the curves it draws, and another team's experiment as a 404."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -237,3 +238,17 @@ def test_a_read_only_session_is_refused_cancel_and_the_cells_stay_queued(anon: T
     response = anon.post(f"/experiments/{experiment_id}/cancel", data={"csrf_token": csrf_of(page)})
     assert response.status_code == 403 and "Read-only session" in response.text
     assert anon.get(f"/api/v1/experiments/{experiment_id}", headers=auth).json()["state"] == "queued"
+
+
+def test_the_page_shows_the_no_verdict_warning_and_each_cell_s_block_as_the_api_answers(
+    client: TestClient, app: FastAPI
+) -> None:
+    experiment_id = seed_experiment(app, _token(app))  # 2 seeds: too few for a verdict
+    detail = client.get(f"/api/v1/experiments/{experiment_id}").json()
+    page = html.unescape(client.get(f"/experiments/{experiment_id}").text)
+    (warning,) = detail["warnings"]
+    assert "no verdict will be given" in warning and warning in page
+    assert all(not verdict["given"] for verdict in detail["summary"]["verdicts"])
+    for cell in detail["cells"]:
+        row = page.split(f'<tr data-job="{cell["job_id"]}">', 1)[1].split("</tr>", 1)[0]
+        assert f'<td class="num block">{cell["block"] + 1}</td>' in row
