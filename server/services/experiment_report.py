@@ -74,6 +74,8 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
                 ", ".join(f"{p}={v}" for p, v in cell.values.items()),
                 str(cell.job_id),
                 str(cell.position),
+                str(cell.block + 1),
+                _number(summary.host_loads.get(cell.job_id)),
                 cell.status,
                 summary.device_models.get(cell.job_id, "—"),
                 _number(row.samples_per_s),
@@ -92,6 +94,8 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
                 "cell",
                 "job",
                 "queue order",
+                "block",
+                "host load",
                 "status",
                 "device",
                 "samples/s",
@@ -108,8 +112,8 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
 def _facts(detail: ExperimentDetail) -> list[tuple[str, str]]:
     axes = "; ".join(f"{a.path} = {', '.join(str(v) for v in a.values)}" for a in detail.axes)
     fair = (
-        f"yes: every cell exclusive on {detail.gpu_model or 'one device model'}, queue order shuffled with seed "
-        f"{detail.order_seed}"
+        f"yes: every cell exclusive on {detail.gpu_model or 'one device model'}, queued in counterbalanced blocks "
+        f"of one seed each (first block's order shuffled with seed {detail.order_seed})"
         if detail.fair_timing
         else "no"
     )
@@ -120,6 +124,7 @@ def _facts(detail: ExperimentDetail) -> list[tuple[str, str]]:
         ("state", f"{detail.state} ({', '.join(f'{n} {s}' for s, n in detail.status_counts.items())})"),
         ("axes", axes),
         ("fair timing", fair),
+        *(("warning", warning) for warning in detail.warnings),
     ]
 
 
