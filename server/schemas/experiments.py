@@ -38,8 +38,8 @@ class ExperimentCell(BaseModel):
     index: int = Field(description="the cell's place in the matrix (the first axis varies slowest)")
     position: int = Field(description="its place in the queue order (blocked and counterbalanced under fair timing)")
     block: int = Field(
-        description="the block it ran in, from 0: under fair timing a block holds one seed's cells for every "
-        "compared setting, run back to back"
+        description="its seed's block, from 0 (the seed's place on the seed axis; 0 without one): under fair "
+        "timing a block's cells, one seed's for every compared setting, run back to back"
     )
     job_id: int
     name: str

@@ -28,12 +28,3 @@ def blocked_order(cells: Sequence[Cell], order_seed: int) -> list[int]:
         ranked = sorted(block, key=lambda cell: rank[group_key(cell.values)], reverse=number % 2 == 1)
         order += [cell.index for cell in ranked]
     return order
-
-
-def block_size(axes: Sequence[tuple[str, int]]) -> int:
-    """Cells per block: the product of the sizes of the axes other than seed, from (path, value count)."""
-    size = 1
-    for path, count in axes:
-        if path != SEED_PATH:
-            size *= count
-    return size

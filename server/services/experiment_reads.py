@@ -21,7 +21,7 @@ from server.schemas.experiments import (
 )
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
-from server.services.experiment_blocks import block_size
+from server.services.experiment_matrix import SEED_PATH
 from server.services.experiment_summary import experiment_summary, verdict_warnings
 from server.services.markdown_text import markdown_html
 from server.states import EXPERIMENT_STATES, ExperimentState
@@ -172,7 +172,7 @@ def cells_of(experiment: Experiment, jobs: Sequence[Job]) -> list[ExperimentCell
     """The cells in matrix order, each with its place in the queue order and its block."""
     paths = [axis["path"] for axis in experiment.axes]
     values = [axis["values"] for axis in experiment.axes]
-    per_block = block_size([(path, len(options)) for path, options in zip(paths, values, strict=True)])
+    seeds = dict(zip(paths, values, strict=True)).get(SEED_PATH, [])
 
     def matrix_index(cell: dict[str, Any]) -> int:
         index = 0
@@ -184,7 +184,7 @@ def cells_of(experiment: Experiment, jobs: Sequence[Job]) -> list[ExperimentCell
         ExperimentCell(
             index=matrix_index(job.experiment_cell or {}),
             position=position,
-            block=position // per_block,
+            block=seeds.index(job.experiment_cell[SEED_PATH]) if job.experiment_cell and seeds else 0,
             job_id=job.id,
             name=job.name,
             values=job.experiment_cell or {},
