@@ -109,7 +109,9 @@ def test_every_face_says_which_job_the_speedups_are_over_whatever_the_order_of_t
             ).json()
             for order in (ids, ids[::-1])
         ]
-        cli_text = runner.invoke(cli, ["--url", url, "--token", world.token, "compare", *map(str, ids[::-1])])
+        connection = ["--url", url, "--token", world.token, "compare", *map(str, ids[::-1])]
+        cli_text = runner.invoke(cli, connection)
+        named = runner.invoke(cli, [*connection, "--reference", str(ids[1]), "--json"])
         _logged_in(http)
         page = unescape(http.get("/compare", params=[("job", i) for i in ids[::-1]]).text)
     assert [a["reference"] for a in answers] == [f"speedup over #{native}"] * 2
@@ -119,3 +121,5 @@ def test_every_face_says_which_job_the_speedups_are_over_whatever_the_order_of_t
     assert cli_text.exit_code == 0, cli_text.output
     assert f"speedup over #{native} (" in cli_text.output
     assert f"Speedup over #{native}" in page
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout)["reference"] == f"speedup over #{ids[1]}"
