@@ -1,7 +1,8 @@
 """The few statistics an experiment's summary states: Student's t distribution, a mean's 95% confidence interval
-(on the log scale for positive figures, clipped for a figure with a known range), and the paired t-test. SciPy is not a dependency; the t distribution is computed from the regularized
-incomplete beta function (continued fraction, Numerical Recipes 3rd ed. §6.4), whose relation to Student's t is
-P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2) (Abramowitz & Stegun 26.7.1 / 26.5.27).
+(on the log scale for positive figures, clipped for a figure with a known range), and the paired t-test. SciPy
+is not a dependency; the t distribution is computed from the regularized incomplete beta function (continued
+fraction, Numerical Recipes 3rd ed. §6.4), whose relation to Student's t is P(|T| > t) = I_{df/(df+t^2)}(df/2,
+1/2) (Abramowitz & Stegun 26.7.1 / 26.5.27).
 """
 
 from __future__ import annotations
