@@ -36,12 +36,15 @@ def test_submit_wait_follows_every_cell_then_show_and_export_read_the_servers_an
     assert "tiny-exp): 2 cells, fair timing" in progress
     assert "executor.name=native, seed=7: job " in progress and " succeeded  step 2/2" in progress
     assert "executor.name=lean_retain, seed=7: job " in progress
-    assert "lean_retain: " in stdout and "native's samples/s (1 seed: no interval)" in stdout
+    assert "lean_retain: " in stdout
+    assert "native's samples/s (1 seed: no interval; no verdict: 1 paired seed, a verdict needs 3)" in stdout
+    assert "warning: 1 seed: no verdict will be given on the executors; a verdict needs 3 seeds" in progress
     experiment_id = int(progress.split("experiment ", 1)[1].split(" ", 1)[0])
 
     shown = json.loads(ok(run_cli(env, "experiment", "show", str(experiment_id), "--json")))
     assert shown["state"] == "succeeded" and [c["status"] for c in shown["cells"]] == ["succeeded"] * 2
     assert all(row["samples_per_s"] for row in shown["summary"]["jobs"])
+    assert set(shown["summary"]["host_loads"]) == {str(cell["job_id"]) for cell in shown["cells"]}
 
     headers = {"Authorization": f"Bearer {live_platform.token}"}
     for fmt in ("md", "html"):
