@@ -92,3 +92,13 @@ def test_native_completes_an_fp16_step_with_its_loss_scaled(tmp_path: Path, sfum
     run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
     (metrics,) = read_metrics(tmp_path / "out")
     assert torch.isfinite(torch.tensor([metrics["loss"], metrics["grad_norm"]])).all() and metrics["grad_norm"] > 0
+
+
+@pytest.mark.slow
+def test_full_finetuning_under_fsdp_completes_a_bf16_step_on_policy(tmp_path: Path, sfumato_home: Path) -> None:
+    """FSDP2's mixed-precision policy: units gathered in bf16, gradients reduced in fp32, inputs uncast."""
+    spec = audit_spec(model={"precision": "bf16", "sharding": "fsdp"}, resources={"devices": 2})
+    result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (metrics,) = read_metrics(tmp_path / "out")
+    assert metrics["sharding/fsdp"] == 1.0 and metrics["ratio/max_abs_dev"] == 0.0 and metrics["grad_norm"] > 0
