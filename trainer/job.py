@@ -29,7 +29,7 @@ from trainer.fsdp_gradients import (
     unsharded_parameters,
 )
 from trainer.layout import SampleBatch, layout_error
-from trainer.loss import clipped_policy_loss, reference_kl
+from trainer.loss import PolicyTerms, clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
@@ -51,13 +51,24 @@ class Scores:
 
 @dataclass
 class StepTerms:
-    """The loss of one trained step over the local rows, and what is logged about it."""
+    """The loss of one trained step over the local rows, and what is logged about it. The logged values stay
+    tensors on the step's device: the report reads them once per step, never inside the trained-step loop."""
 
     loss: torch.Tensor  # differentiable; policy + β·KL, mean over rows
-    kl: float
+    kl: torch.Tensor  # [] detached
     ratio: torch.Tensor  # [B]
     clipped: torch.Tensor  # [B] bool
-    approx_kl: float
+    approx_kl: torch.Tensor  # [] detached
+
+    @classmethod
+    def of(
+        cls, log_prob: torch.Tensor, old: torch.Tensor, policy: PolicyTerms, kl: torch.Tensor | None, kl_beta: float
+    ) -> StepTerms:
+        """The clipped policy loss plus β·KL (``kl`` None: no KL term) of a step whose log-probs are ``log_prob``."""
+        loss = policy.loss if kl is None else policy.loss + kl_beta * kl
+        logged_kl = torch.zeros((), device=log_prob.device) if kl is None else kl.detach()
+        approx_kl = 0.5 * ((log_prob.detach() - old) ** 2).mean()
+        return cls(loss, logged_kl, policy.ratio, policy.clipped, approx_kl)
 
 
 @dataclass
@@ -266,14 +277,12 @@ class TrainingJob:
         old = trajectory.log_probs[rows, index]
         weights = None if plan.weights is None else plan.weights.to(x.device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
-        loss, kl = terms.loss, torch.zeros(())
+        kl = None
         if spec.kl_beta > 0:
             with torch.no_grad():
                 reference = sde_step(self.reference_velocity(x, index, trajectory), x, index, grid, x_next)
             kl = reference_kl(out.mean, reference.mean, self.algorithm.kl_std(out))
-            loss = loss + spec.kl_beta * kl
-        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
-        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
+        return StepTerms.of(out.log_prob, old, terms, kl, spec.kl_beta)
 
     def reference_velocity(self, x: torch.Tensor, index: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
         """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""

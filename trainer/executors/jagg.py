@@ -164,14 +164,12 @@ class JaggExecutor(Executor):
         old = trajectory.log_probs[torch.arange(x.shape[0], device=grid.device), index]
         weights = None if plan.weights is None else plan.weights.to(x.device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
-        loss, kl = terms.loss, torch.zeros(())
+        kl = None
         if spec.kl_beta > 0:
             with torch.no_grad():
                 reference = sde_step(job.reference_velocity(x, index, trajectory), x, index, grid, x_next)
             kl = reference_kl(out.mean, reference.mean, algorithm.kl_std(out))
-            loss = loss + spec.kl_beta * kl
-        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
-        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
+        return StepTerms.of(out.log_prob, old, terms, kl, spec.kl_beta)
 
     def probe_cosine(
         self,

@@ -135,12 +135,8 @@ class LeanRetainExecutor(Executor):
         old = trajectory.log_probs[rows, torch.tensor(steps, device=device)]
         weights = None if plan.weights is None else plan.weights.to(old.device)
         terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
-        loss, kl = terms.loss, torch.zeros(())
-        if spec.kl_beta > 0:
-            kl = reference_kl(mean, reference, kl_std)  # type: ignore[arg-type]
-            loss = loss + spec.kl_beta * kl
-        approx_kl = 0.5 * float(((log_prob.detach() - old) ** 2).mean())
-        return StepTerms(loss, float(kl.detach()), terms.ratio, terms.clipped, approx_kl)
+        kl = reference_kl(mean, reference, kl_std) if spec.kl_beta > 0 else None  # type: ignore[arg-type]
+        return StepTerms.of(log_prob, old, terms, kl, spec.kl_beta)
 
 
 def backward_groups(plan: StepPlan) -> list[list[int]]:

@@ -101,13 +101,13 @@ class LeanReweightExecutor(Executor):
             groups.setdefault(group, []).append(row)
         regime = self.regime(len(next(iter(groups.values()))))
         clock = {"rollout": 0.0, "reward": 0.0, "train": 0.0, "sync": 0.0}
-        kls: list[float] = []
+        kls: list[torch.Tensor] = []
 
         def provisional(forward: TrainedForward) -> None:
             began = time.perf_counter()
             if kl_buffer is not None:
                 kl = reference_kl(forward.out.mean, forward.reference_mean, job.algorithm.kl_std(forward.out))  # type: ignore[arg-type]
-                kls.append(float(kl.detach()))
+                kls.append(kl.detach())
                 kl_buffer.backward(spec.kl_beta * kl * scale)
             (-forward.out.log_prob.sum()).backward()
             clock["train"] += time.perf_counter() - began
@@ -194,10 +194,11 @@ class LeanReweightExecutor(Executor):
         clock["sync"] += time.perf_counter() - synced
         began = time.perf_counter()
         # Native's terms of this update at ρ = 1 (nothing clipped): −mean(A·w) + β·KL, both over (sample, step).
-        kl = sum(kls) / len(kls) if kls else 0.0
-        loss = float(-(advantages.cpu() * torch.tensor(weights)).mean()) + spec.kl_beta * kl
-        ones, unclipped = torch.ones(rows), torch.zeros(rows, dtype=torch.bool)
-        report.add(StepTerms(torch.tensor(loss), kl, ones, unclipped, 0.0))
+        device = advantages.device
+        kl = torch.stack(kls).mean() if kls else torch.zeros((), device=device)
+        loss = -(advantages * torch.tensor(weights, device=device)).mean() + spec.kl_beta * kl
+        ones, unclipped = torch.ones(rows, device=device), torch.zeros(rows, dtype=torch.bool, device=device)
+        report.add(StepTerms(loss, kl, ones, unclipped, torch.zeros((), device=device)))
         report.close_update(job.optimizer_step())
         clock["train"] += time.perf_counter() - began
         began = time.perf_counter()

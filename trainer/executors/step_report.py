@@ -26,9 +26,9 @@ class UpdateReport:
     """Sums over one optimizer update's (sample, trained step) pairs."""
 
     pairs: int = 0
-    loss: float = 0.0
-    kl: float = 0.0
-    approx_kl: float = 0.0
+    loss: torch.Tensor | float = 0.0  # sums on the step's device, read once by ``means``
+    kl: torch.Tensor | float = 0.0
+    approx_kl: torch.Tensor | float = 0.0
     ratios: list[torch.Tensor] = field(default_factory=list)
     clipped: list[torch.Tensor] = field(default_factory=list)
 
@@ -37,9 +37,9 @@ class UpdateReport:
         clipped = torch.cat(self.clipped) if self.clipped else torch.zeros(1, dtype=torch.bool)
         pairs = max(1, self.pairs)
         return {
-            "loss": self.loss / pairs,
-            "kl": self.kl / pairs,
-            "approx_kl": self.approx_kl / pairs,
+            "loss": float(self.loss) / pairs,
+            "kl": float(self.kl) / pairs,
+            "approx_kl": float(self.approx_kl) / pairs,
             "clip_frac": float(clipped.float().mean()),
             "ratio/mean": float(ratio.mean()),
         }
@@ -61,9 +61,9 @@ class StepReport:
         rows = terms.ratio.numel()
         update = self.updates[-1]
         update.pairs += rows
-        update.loss += float(terms.loss.detach()) * rows
-        update.kl += terms.kl * rows
-        update.approx_kl += terms.approx_kl * rows
+        update.loss = update.loss + terms.loss.detach() * rows
+        update.kl = update.kl + terms.kl * rows
+        update.approx_kl = update.approx_kl + terms.approx_kl * rows
         update.ratios.append(terms.ratio.reshape(-1))
         update.clipped.append(terms.clipped.reshape(-1))
 

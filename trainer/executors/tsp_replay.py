@@ -52,14 +52,13 @@ def replay_unit(
         advantages = torch.full((rows,), advantage, device=device)
         weights = None if plan.weights is None else torch.full((rows,), weight, device=device)
         terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
-        loss, kl = terms.loss, torch.zeros(())
+        kl = None
         if spec.kl_beta > 0:
             reference = reference_mean(job, x, index, cond, uncond, x_next)
             kl = reference_kl(out.mean, reference, algorithm.kl_std(out))
-            loss = loss + spec.kl_beta * kl
-        (loss * rows / (total * trained)).backward()
-        approx_kl = 0.5 * float(((out.log_prob.detach() - old) ** 2).mean())
-        report.add(StepTerms(loss, float(kl), terms.ratio, terms.clipped, approx_kl))
+        step_terms = StepTerms.of(out.log_prob, old, terms, kl, spec.kl_beta)
+        (step_terms.loss * rows / (total * trained)).backward()
+        report.add(step_terms)
         clipped.append(terms.clipped)
     return clipped
 
