@@ -203,8 +203,9 @@ def local_value_of(param: torch.Tensor) -> torch.Tensor:
 def replay_rows(replay: Replay, rows: torch.Tensor) -> Replay:
     """The replay of `rows` of the whole batch (in sample order): one rank's samples."""
     t, scores = replay.trajectory, replay.scores
-    uncond = None if t.uncond is None else t.uncond.index(rows)
-    trajectory = Trajectory(t.latents[rows], t.log_probs[rows], t.cond.index(rows), uncond, t.images[rows])
+    held = rows.to(t.latents.device)  # the trajectory's rows are indexed where it lives, the scores' on the host
+    uncond = None if t.uncond is None else t.uncond.index(held)
+    trajectory = Trajectory(t.latents[held], t.log_probs[held], t.cond.index(held), uncond, t.images[held])
     return Replay(trajectory, Scores(scores.total[rows], {k: v[rows] for k, v in scores.parts.items()}))
 
 

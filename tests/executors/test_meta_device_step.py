@@ -8,7 +8,8 @@ mixing a host tensor into device math is the "Tensor on device cpu is not on the
 first GPU step. A meta tensor has no values, so where the host reads one (a logged metric, a reward
 copied back) the mode answers zeros: what is checked is where each op runs, not what it computes.
 DigenRL needs two ranks for a whole step; its generator's rollout and its trainer's replay of the units
-are run here, the two halves of its step.
+are run here, the two halves of its step. The audit's set-up and captures and the bench's unit costs are
+checked the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from torch.utils._pytree import tree_leaves
 
 from tests.executors.conftest import audit_spec
 from trainer.algorithms.registry import make_algorithm
+from trainer.audit import AuditSession
+from trainer.bench import unit_costs
 from trainer.distributed import Distributed
 from trainer.executors.digenrl import DigenrlExecutor
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
@@ -54,24 +57,32 @@ REFUSED = {("jagg", "flash_grpo")}  # the spec's refusal: JAGG aggregates groups
 
 
 class OneDevicePerOp(TorchDispatchMode):
-    """Records every op whose tensor arguments span devices (explicit transfers excepted); a host read of a
-    meta tensor answers zeros."""
+    """Records every op whose tensor arguments span devices (explicit transfers excepted), and every host read
+    of a meta tensor, which answers zeros."""
 
     def __init__(self) -> None:
         super().__init__()
         self.mixed: list[str] = []
+        self.host_reads: list[str] = []
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         devices = {t.device for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
         if func is torch.ops.aten._local_scalar_dense.default and devices == {META}:
+            self.host_reads.append(caller())
             return torch.zeros((), dtype=args[0].dtype).item()
         if func is torch.ops.aten._to_copy.default and devices == {META} and kwargs.get("device") not in (None, META):
+            self.host_reads.append(caller())
             return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype, device=kwargs["device"])
         if func not in TRANSFERS and len(devices) > 1:
-            caller = next(f for f in reversed(traceback.extract_stack()) if "/trainer/" in f.filename)
-            self.mixed.append(f"{func} on {sorted(map(str, devices))} at {caller.filename}:{caller.lineno}")
+            self.mixed.append(f"{func} on {sorted(map(str, devices))} at {caller()}")
         return func(*args, **kwargs)
+
+
+def caller() -> str:
+    """The innermost trainer line on the stack."""
+    frame = next(f for f in reversed(traceback.extract_stack()) if "/trainer/" in f.filename)
+    return f"{frame.filename}:{frame.lineno}"
 
 
 def mean_pixel(images: torch.Tensor, prompts: list[str]) -> torch.Tensor:
@@ -95,6 +106,18 @@ def spec_for(executor: dict[str, Any], algorithm: dict[str, Any]) -> JobSpec:
     return parse_spec(audit_spec(executor=executor, algorithm={"prompts_per_step": 2, "group_size": 2, **algorithm}))
 
 
+def checked_step(spec: JobSpec) -> tuple[OneDevicePerOp, dict[str, float]]:
+    """One training step of the spec's executor on the meta device, under the check."""
+    job = meta_job(spec, EXECUTOR_CLASSES[spec.executor.name].layout)
+    trainer = make_executor(spec.executor, job)
+    algo = spec.algorithm
+    batch = step_batch(job.prompts, 1, spec.seed, algo.prompts_per_step, algo.group_size, 0, 1, job.layout)
+    with OneDevicePerOp() as check:
+        result = trainer.train_step(batch)
+    assert all(p.device == META for p in job.parameters)
+    return check, result.metrics
+
+
 @pytest.mark.parametrize(
     ("executor", "algorithm"),
     [(EXECUTORS[e], ALGORITHMS[a]) for e in EXECUTORS for a in ALGORITHMS if (e, a) not in REFUSED],
@@ -103,16 +126,20 @@ def spec_for(executor: dict[str, Any], algorithm: dict[str, Any]) -> JobSpec:
 def test_a_whole_training_step_on_the_meta_device_mixes_no_devices(
     sfumato_home: Path, tiny_model_dir: Path, executor: dict[str, Any], algorithm: dict[str, Any]
 ) -> None:
-    spec = spec_for(executor, algorithm)
-    job = meta_job(spec, EXECUTOR_CLASSES[spec.executor.name].layout)
-    trainer = make_executor(spec.executor, job)
-    algo = spec.algorithm
-    batch = step_batch(job.prompts, 1, spec.seed, algo.prompts_per_step, algo.group_size, 0, 1, job.layout)
-    with OneDevicePerOp() as check:
-        result = trainer.train_step(batch)
+    check, metrics = checked_step(spec_for(executor, algorithm))
     assert check.mixed == []
-    assert all(p.device == META for p in job.parameters)
-    assert result.metrics.keys() >= {"loss", "grad_norm"}
+    assert metrics.keys() >= {"loss", "grad_norm"}
+
+
+@pytest.mark.parametrize("executor", list(EXECUTORS.values()), ids=list(EXECUTORS))
+def test_no_host_read_happens_per_timestep_the_step_reads_as_often_at_t_4_as_at_t_6(
+    sfumato_home: Path, tiny_model_dir: Path, executor: dict[str, Any]
+) -> None:
+    """Flow-GRPO with a KL at T = 4 (K = 3) and T = 6 (K = 5): a read inside the rollout's or the trained steps'
+    loop would be made more often at T = 6."""
+    short, _ = checked_step(spec_for(executor, {**ALGORITHMS["flow_grpo+kl"], "sampling_steps": 4}))
+    long, _ = checked_step(spec_for(executor, {**ALGORITHMS["flow_grpo+kl"], "sampling_steps": 6}))
+    assert sorted(long.host_reads) == sorted(short.host_reads)
 
 
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS.values()), ids=list(ALGORITHMS))
@@ -131,3 +158,24 @@ def test_digenrl_s_generation_and_replay_on_the_meta_device_mix_no_devices(
         job.optimizer_step()
     assert check.mixed == []
     assert len(units) == spec.algorithm.group_size
+
+
+def test_the_audit_s_set_up_and_captures_on_the_meta_device_mix_no_devices(
+    sfumato_home: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit's own job (a meta one), its whole-batch rollout and replay, and each executor's capture (no KL: the
+    offset off the reference divides by the weights' RMS, which the meta device answers with 0)."""
+    spec = spec_for({"name": "native"}, {})
+    monkeypatch.setattr(TrainingJob, "build", lambda spec, layout, replicate=False: meta_job(spec, layout))
+    with OneDevicePerOp() as check:
+        session = AuditSession(spec, ["native", "lean_retain"])
+        for name in ("native", "lean_retain"):
+            session.capture(name)
+    assert check.mixed == []
+
+
+def test_the_bench_s_unit_costs_on_the_meta_device_mix_no_devices(sfumato_home: Path, tiny_model_dir: Path) -> None:
+    job = meta_job(spec_for({"name": "native"}, {}), "sharded")
+    with OneDevicePerOp() as check:
+        unit_costs(job, [1, 2])
+    assert check.mixed == []
