@@ -279,12 +279,12 @@ def test_the_submit_form_shows_only_the_chosen_family_algorithm_and_executor_opt
     chosen = {"model.family": "wan", "algorithm.name": "flash_grpo", "executor.name": "jagg"}
     form = {"csrf_token": token, "name": "", **chosen, "reward.0.name": "brightness"}  # an empty name: re-shown
     html = client.post("/submit", data=form).text
-    for field in ("model.height", "model.num_frames", "algorithm.candidate_steps", "executor.group_width"):
+    for field in ("model.num_frames", "algorithm.candidate_steps", "executor.group_width"):
         assert _shown(html, field), field
     for field in ("algorithm.window_size", "executor.max_retained_graphs", "executor.buffer_regime"):
         assert not _shown(html, field), field
     first = client.get("/submit").text  # the shapes demo: sd3, native
-    assert not _shown(first, "model.height") and not _shown(first, "executor.group_width")
+    assert not _shown(first, "model.num_frames") and not _shown(first, "executor.group_width")
     assert _shown(first, "model.finetune")
 
 
