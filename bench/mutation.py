@@ -48,7 +48,7 @@ MODULES: dict[str, list[str]] = {
     "server/services/auth.py": [
         "tests/server/test_auth.py",
         "tests/server/test_caller_checks.py",
-        "tests/security/test_first_start.py",
+        "tests/security/test_first_start_credentials.py",
         "tests/security/test_api_tokens.py",
         "tests/security/test_child_tokens.py",
         "tests/security/test_token_misuse.py",

@@ -24,6 +24,17 @@ SLOTS = threading.BoundedSemaphore(HASHING_THREADS + HASHING_WAITING)
 _pool = ThreadPoolExecutor(max_workers=HASHING_THREADS, thread_name_prefix="argon2")
 
 
+def _renew_after_fork() -> None:
+    """A forked child has none of its parent's threads: a pool that had started them would take work and never
+    run it, so the child gets a pool (and slots) of its own."""
+    global SLOTS, _pool
+    SLOTS = threading.BoundedSemaphore(HASHING_THREADS + HASHING_WAITING)
+    _pool = ThreadPoolExecutor(max_workers=HASHING_THREADS, thread_name_prefix="argon2")
+
+
+os.register_at_fork(after_in_child=_renew_after_fork)
+
+
 class HashingBusy(ServiceError):
     status_code = 503
     retry_after = 5
