@@ -8,13 +8,12 @@ to a second lookup. No proxy from the environment, no redirects, no body read.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from typing import Any
 
 import httpcore
 
-from trainer.spec.destinations import IPAddress, RefusedDestination, check_address
+from trainer.spec.destinations import IPAddress, RefusedDestination, answered_addresses, check_address
 
 # What a call that could not be made raises: refused, unresolved, no connection, no answer, not HTTP.
 CALL_FAILURES = (httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError, httpcore.UnsupportedProtocol)
@@ -55,12 +54,7 @@ def resolved_addresses(host: str, port: int) -> list[IPAddress]:
         answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise httpcore.ConnectError(f"{host} does not resolve") from exc
-    addresses: list[IPAddress] = []
-    for *_, sockaddr in answers:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+    return answered_addresses(answers)
 
 
 def get_status(url: str, *, allow_private: bool, timeout_s: float) -> int | None:

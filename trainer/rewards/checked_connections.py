@@ -11,7 +11,6 @@ multicast addresses are refused on every host. TLS still verifies the URL's own 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from collections.abc import Iterable
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from trainer.spec.destinations import IPAddress, check_address
+from trainer.spec.destinations import IPAddress, answered_addresses, check_address
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):
@@ -65,12 +64,7 @@ async def resolved_addresses(host: str, port: int) -> list[IPAddress]:
         answers = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise httpcore.ConnectError(f"{host} does not resolve") from exc
-    addresses: list[IPAddress] = []
-    for *_, sockaddr in answers:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+    return answered_addresses(answers)
 
 
 def checked_transport(allow_private: bool) -> httpx.AsyncHTTPTransport:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable
+from typing import Any
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -46,6 +48,16 @@ def host_address(host: str) -> IPAddress | None:
         return ipaddress.IPv4Address(socket.inet_aton(bare))
     except OSError:
         return None
+
+
+def answered_addresses(answers: Iterable[tuple[Any, ...]]) -> list[IPAddress]:
+    """The addresses of `socket.getaddrinfo`'s answers, in the resolver's order, once each (a zone id dropped)."""
+    addresses: list[IPAddress] = []
+    for *_, sockaddr in answers:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
 
 
 def check_address(address: IPAddress, allow_private: bool) -> None:
