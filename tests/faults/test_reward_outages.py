@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 from fault_harness import Cluster, steps_off_per_key, stored_points, tiny_spec
 from platform_harness import free_port
@@ -18,8 +21,12 @@ from platform_harness import free_port
 pytestmark = pytest.mark.slow  # real server, scheduler, worker, reward server and trainers
 
 TOTAL_STEPS = 12
+# Enough steps that the test stops the reward server before the job ends, having seen its first step (0.1 s a step
+# on a quiet host).
+API_RESTART_STEPS = 40
 # A short trust in the caller check's yes, so that the API's outage soon meets a reward server that must ask it.
-SETTINGS = {"SFUMATO_CALLER_TRUST_SECONDS": "1", "SFUMATO_ALLOW_PRIVATE_URLS": "1"}
+TRUST_SECONDS = 1
+SETTINGS = {"SFUMATO_CALLER_TRUST_SECONDS": str(TRUST_SECONDS), "SFUMATO_ALLOW_PRIVATE_URLS": "1"}
 SERVICE_REWARD = {"name": "service", "service": "bright", "batch_size": 4, "timeout_s": 10, "outage_window_s": 120}
 HONOURING = "honouring callers it accepted"  # the reward server's line when the caller check stops answering
 
@@ -62,11 +69,31 @@ def trainer_steps(cluster: Cluster, job_id: int) -> int:
     return len(trainer_metrics(cluster, job_id))
 
 
-def assert_succeeded_with_every_step_once(cluster: Cluster, postgres_url: str, job_id: int) -> None:
+def reward_server(cluster: Cluster, service: dict[str, Any]) -> psutil.Process:
+    [server] = cluster.platform.processes("reward-server", f"/api/v1/services/{service['id']}/caller")
+    return server
+
+
+def trainer_waits_on(cluster: Cluster, service: dict[str, Any]) -> bool:
+    """Whether a trainer holds a connection to the service's server: with the server stopped (SIGSTOP), its request
+    waits there, so the job cannot finish before the test has made its outage (a step takes 0.1 s on a quiet host)."""
+    port = urlsplit(service["url"]).port
+    for trainer in cluster.platform.processes("trainer", "run"):
+        try:
+            if any(c.raddr and c.raddr.port == port for c in trainer.net_connections(kind="tcp")):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+def assert_succeeded_with_every_step_once(
+    cluster: Cluster, postgres_url: str, job_id: int, total_steps: int = TOTAL_STEPS
+) -> None:
     done = cluster.wait_done(job_id, timeout=240)
     assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
     assert done["attempt"] == 1  # waited out, not retried
-    assert steps_off_per_key(postgres_url, job_id, TOTAL_STEPS) == {}  # no key lost or doubled a step
+    assert steps_off_per_key(postgres_url, job_id, total_steps) == {}  # no key lost or doubled a step
     logged = {key for row in trainer_metrics(cluster, job_id) for key in row} - {"step"}
     stored = {key for key, _step, _attempt, _superseded in stored_points(postgres_url, job_id)}
     assert logged and logged <= stored, f"keys the trainer logged but the database lacks: {logged - stored}"
@@ -77,20 +104,22 @@ def test_a_reward_server_killed_mid_job_is_restarted_and_the_job_succeeds_with_e
 ):
     cluster = start_cluster(postgres_url, redis_url, {"alpha": 2}, **SETTINGS)
     service = start_service(cluster)
+    server = reward_server(cluster, service)
+    server.suspend()
     job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
-    cluster.wait_for("the first scored step", lambda: cluster.job(job_id)["step"] >= 1, timeout=120)
+    cluster.wait_for("the trainer's request at the stopped reward server", lambda: trainer_waits_on(cluster, service))
 
-    [server] = cluster.platform.processes("reward-server", f"/api/v1/services/{service['id']}/caller")
     server.send_signal(signal.SIGKILL)
     restarted = cluster.wait_for(
         "the supervisor to restart the server",
-        lambda: (s := healthy_service(cluster, service["id"])) and s["restarts"] == 1 and s,
+        lambda: (s := healthy_service(cluster, service["id"])) and s["restarts"] >= 1 and s,
         timeout=120,
     )
 
     assert_succeeded_with_every_step_once(cluster, postgres_url, job_id)
     assert restarted["url"] == service["url"]
-    assert any("reward 'remote' at" in line and "try 1 failed" in line for line in job_logs(cluster, job_id))
+    logs = job_logs(cluster, job_id)
+    assert any("reward 'remote' at" in line and "try 1 failed" in line for line in logs), "\n".join(logs)
 
 
 def test_an_api_restart_while_a_job_scores_through_a_service_does_not_fail_it(
@@ -98,10 +127,16 @@ def test_an_api_restart_while_a_job_scores_through_a_service_does_not_fail_it(
 ):
     cluster = start_cluster(postgres_url, redis_url, {"alpha": 2}, **SETTINGS)
     service = start_service(cluster)
-    job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
-    cluster.wait_for("the first scored step", lambda: cluster.job(job_id)["step"] >= 1, timeout=120)
+    server = reward_server(cluster, service)
+    job_id = cluster.submit(tiny_spec(API_RESTART_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
+    cluster.wait_for("the first scored step", lambda: trainer_steps(cluster, job_id) >= 1, timeout=120)
+    server.suspend()  # the trainer's next request waits until the API is down and the caller's trust has run out
+    trusted_until = time.monotonic() + TRUST_SECONDS
+    cluster.wait_for("the trainer's request at the stopped reward server", lambda: trainer_waits_on(cluster, service))
 
     cluster.stop("server")
+    cluster.wait_for("the caller's trust to run out", lambda: time.monotonic() > trusted_until)
+    server.resume()
     cluster.wait_for(
         "the reward server to find the caller check down",
         lambda: HONOURING in service_log(cluster, service["id"]),
@@ -113,7 +148,7 @@ def test_an_api_restart_while_a_job_scores_through_a_service_does_not_fail_it(
     )
     cluster.start_server()
 
-    assert_succeeded_with_every_step_once(cluster, postgres_url, job_id)
+    assert_succeeded_with_every_step_once(cluster, postgres_url, job_id, API_RESTART_STEPS)
 
 
 def test_a_reward_server_gone_for_good_retries_the_job_as_for_a_lost_host_then_fails_it_naming_the_reward(
