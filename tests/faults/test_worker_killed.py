@@ -4,13 +4,18 @@ the other host from its latest checkpoint, and the metric series keeps exactly o
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from fault_harness import Cluster, steps_off_per_key, tiny_spec
 
+from server.config import Settings
+from server.services.job_runs import job_run_dir
+from trainer.run import METRICS_FILE
+
 pytestmark = pytest.mark.slow  # real server, scheduler, workers and trainers
 
-TOTAL_STEPS = 5
+TOTAL_STEPS = 30  # a quiet host runs a step in about 0.1 s: the kill must land while steps remain
 
 
 def test_a_killed_worker_s_job_resumes_on_the_other_host_from_its_checkpoint(
@@ -18,7 +23,12 @@ def test_a_killed_worker_s_job_resumes_on_the_other_host_from_its_checkpoint(
 ):
     cluster = start_cluster(postgres_url, redis_url, {"alpha": 1, "beta": 1})
     job_id = cluster.submit(tiny_spec(TOTAL_STEPS, checkpoint={"every": 1}))
-    cluster.wait_for("two steps and their checkpoints", lambda: cluster.job(job_id)["step"] >= 2, timeout=90)
+    logged = job_run_dir(Settings(home=Path(cluster.platform.env["SFUMATO_HOME"])).resolved_artifact_root(), job_id)
+    cluster.wait_for(  # the trainer's own file: the API's step lags by a report interval, longer than a quiet run
+        "two steps and their checkpoints",
+        lambda: (logged / METRICS_FILE).exists() and len((logged / METRICS_FILE).read_text().splitlines()) >= 2,
+        timeout=90,
+    )
     first = cluster.job(job_id)
     [victim] = {a["host"] for a in first["allocations"] if a["attempt"] == 1}
     survivor = "beta" if victim == "alpha" else "alpha"

@@ -243,13 +243,16 @@ def _call(harness: Harness, visitor: Visitor, route: AppRoute, ids: dict[str, in
 
 def _answer(response: Response, ids: dict[str, int], missing: dict[str, int]) -> tuple[int, str, str]:
     """Status, Location and body with the ids asked for written as {id}, to compare two answers; a page's
-    numbers all written as # (a page may show durations that move on between two requests)."""
+    numbers all written as # and its "ago" units dropped (a page may show durations that move on between two
+    requests)."""
     html = response.headers.get("content-type", "").startswith("text/html")
 
     def normal(text: str) -> str:
         for value in {*ids.values(), *missing.values()}:
             text = re.sub(rf"(?<![\w.]){value}(?![\w.])", "{id}", text)
-        return re.sub(r"\d+", "#", text) if html else text
+        if not html:
+            return text
+        return re.sub(r"# (s|min|h) ago", "# ago", re.sub(r"\d+", "#", text))  # "59 s ago" then "1 min ago"
 
     return response.status_code, normal(unquote(response.headers.get("location", ""))), normal(response.text)
 
