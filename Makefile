@@ -19,8 +19,11 @@ $(WEB_STAMP): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 	touch $@
 
+# `make run PORT=8080 HOST=0.0.0.0` serves elsewhere (`sfumato up --port/--host`).
+PORT ?= 8000
+HOST ?= 127.0.0.1
 run: install
-	$(VENV)/bin/sfumato up
+	$(VENV)/bin/sfumato up --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest
