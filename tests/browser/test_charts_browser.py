@@ -120,3 +120,13 @@ def test_a_retry_s_new_attempt_makes_the_charts_read_their_series_whole_again(li
     assert len([url for url in reads if "after_step=" not in url]) == 2 * whole_reads
     page.wait_for_function("() => document.querySelector('#chart-reward').dataset.lastStep === '24'", timeout=15000)
     assert probe.errors == []
+
+
+def test_a_step_axis_ticks_only_at_whole_steps(live: Live, probe: PageProbe) -> None:
+    page = probe.page
+    job_id, _ = running_job_with_metric_reads(live, page, "four-steps", steps=4)  # steps 0..3: a short axis
+    page.goto(f"{live.url}/jobs/{job_id}")
+    page.wait_for_selector("#chart-reward .uplot")
+    ticks = json.loads(page.get_attribute("#chart-reward", "data-x-ticks") or "[]")
+    assert ticks and all(tick.isdigit() for tick in ticks), ticks
+    assert probe.errors == []

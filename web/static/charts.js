@@ -32,14 +32,20 @@
     return Math.max(40, longest * 7 + 16);
   }
 
+  // Steps are whole numbers: a step axis ticks only at integer spacings (never at step 2.5).
+  const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 25000,
+    50000, 100000, 200000, 250000, 500000, 1000000];
+
   // x axis, then the y axis labelled with its title and unit (and a second y axis on the right).
   function axes(el, yLabel, right, xLabel) {
     const stroke = cssVar("--pico-muted-color", "#888");
     const grid = { stroke: cssVar("--pico-muted-border-color", "#ddd"), width: 1 };
     el.dataset.yLabel = yLabel;
+    const steps = xLabel === "step";
     const list = [
       { stroke, grid, ticks: grid, label: xLabel, labelSize: 18, labelFont: "12px system-ui", font: "11px system-ui",
-        values: xLabel === "wall time" ? (u, vals) => vals.map(formatSeconds) : undefined },
+        incrs: steps ? STEP_INCRS : undefined,
+        values: steps ? tickLabels(el, "xTicks") : (u, vals) => vals.map(formatSeconds) },
       { stroke, grid, ticks: grid, size: axisSize, font: "11px system-ui", label: yLabel, labelSize: 18,
         labelFont: "12px system-ui", values: tickLabels(el, "yTicks") },
     ];
