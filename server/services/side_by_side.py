@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,12 +24,26 @@ from trainer.spec import EXECUTOR_OPTIONS, JobSpec
 
 # digenrl needs its two pools in `resources`: a spec written for another executor has none.
 SIDE_BY_SIDE_EXECUTORS = tuple(name for name in EXECUTOR_OPTIONS if name != "digenrl")
+MAX_NAME = 200
+
+
+def side_by_side_name(name: str, source_executor: str, executor: str) -> str:
+    """The source job's name with its executor's word replaced by `executor` ("sweep/native,seed=1" under jagg is
+    "sweep/jagg,seed=1", not "sweep/native,seed=1-jagg"); a name without it gets " · executor" appended."""
+    words = list(re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(source_executor)}(?![A-Za-z0-9_])", name))
+    if words:
+        last = words[-1]
+        return (name[: last.start()] + executor + name[last.end() :])[:MAX_NAME]
+    suffix = f" · {executor}"
+    return name[: MAX_NAME - len(suffix)] + suffix
 
 
 def side_by_side_spec(spec: dict[str, Any], executor: str) -> dict[str, Any]:
     """The spec under `executor` (with that executor's defaults: options differ per executor), exclusive."""
     data = copy.deepcopy(spec)
-    data["name"] = f"{spec.get('name', 'job')}-{executor}"[:200]
+    source = spec.get("executor")
+    source_name = source.get("name", "native") if isinstance(source, dict) else str(source or "native")
+    data["name"] = side_by_side_name(str(spec.get("name") or "job"), source_name, executor)
     data["executor"] = {"name": executor}
     data.setdefault("resources", {})["exclusive"] = True
     return data

@@ -55,7 +55,8 @@ def test_run_side_by_side_submits_each_executor_exclusive_and_opens_their_compar
         jobs = [session.get_one(Job, i) for i in ids]
     assert [job.executor for job in jobs] == ["native", "lean_retain"]
     assert all(job.spec["resources"]["exclusive"] is True and job.status == "queued" for job in jobs)
-    assert [job.name for job in jobs] == [f"{world.running.name}-native", f"{world.running.name}-lean_retain"]
+    assert world.running.name == "sd3-brightness-native"
+    assert [job.name for job in jobs] == ["sd3-brightness-native", "sd3-brightness-lean_retain"]
 
 
 def test_run_side_by_side_with_an_unknown_executor_stores_nothing(
