@@ -39,7 +39,9 @@ class CompareRow(BaseModel):
 
 class SpecDifference(BaseModel):
     field: str
-    values: list[str] = Field(description="one per job, in the order of `jobs`; '—' where a spec leaves it out")
+    values: list[str] = Field(
+        description="one per job, in the order of `jobs`; '—', 'null' and '(empty)' as definitions.differences says"
+    )
 
 
 class Definitions(BaseModel):
@@ -49,6 +51,7 @@ class Definitions(BaseModel):
     bound: str
     duration_s: str
     shared_with: str
+    differences: str = Field(description="how a spec-difference cell without a plain value reads")
 
 
 class Comparison(BaseModel):

@@ -23,6 +23,7 @@ from server.services.metric_figures import key_figures_of_jobs
 from server.services.metric_reads import latest_points_of_pairs
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
+from server.services.spec_differences import DEFINITION as DIFFERENCES_DEFINITION
 from server.services.spec_differences import spec_differences
 from server.services.speedup_reference import pick_reference
 from trainer.spec.cost_model import bound_speedup
@@ -41,6 +42,7 @@ DEFINITIONS = Definitions(
     duration_s="from the job's running event (a retry's running event starts it again) to its end; to now "
     "while it runs",
     shared_with="other jobs that held devices on a host this job held devices on, at an overlapping time",
+    differences=DIFFERENCES_DEFINITION,
 )
 
 

@@ -120,3 +120,9 @@ def test_the_eval_reward_is_the_mean_of_each_eval_step_s_samples_and_compare_sho
     assert body["values"] == [pytest.approx(0.3 + step / 100 + 0.01) for step in body["steps"]]
     row = client.get(f"/api/v1/compare?jobs={world.running.id}").json()["jobs"][0]
     assert (row["eval_step"], row["eval_reward"]) == (25, body["values"][-1])
+
+
+def test_the_spec_differences_table_carries_its_legend(client: TestClient, world: World) -> None:
+    html = client.get(_url([j.id for j in world.finished])).text
+    legend = html.split('class="muted diff-legend"', 1)[1].split("</p>", 1)[0]
+    assert "— where the job&#39;s spec has no such field" in legend and "null where the field is there" in legend
