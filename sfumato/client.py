@@ -283,13 +283,15 @@ class Client(ExperimentCalls, AdviceCalls):
         *,
         path: str | None = None,
         devices: int = 1,
-        device_type: str = "cuda",
+        device_type: str | None = None,
         team: str | None = None,
     ) -> RewardService:
         """A reward server the platform places, starts and health-checks; jobs of the team name it with
-        `{"name": "service", "service": name}` in their reward list."""
-        body = {"name": name, "reward": reward, "path": path, "devices": devices, "device_type": device_type}
-        return RewardService.model_validate(self._post("/services", json=body | ({"team": team} if team else {})))
+        `{"name": "service", "service": name}` in their reward list. Without a device type the server chooses
+        one that an online host offers."""
+        body = {"name": name, "reward": reward, "path": path, "devices": devices}
+        chosen = {key: value for key, value in {"device_type": device_type, "team": team}.items() if value}
+        return RewardService.model_validate(self._post("/services", json=body | chosen))
 
     def stop_service(self, service_id: int) -> RewardService:
         return RewardService.model_validate(self._post(f"/services/{service_id}/stop"))

@@ -21,7 +21,11 @@ class ServiceCreate(BaseModel):
     reward: str = Field(max_length=100, description="a built-in reward or a plugin's, as in a job spec")
     path: str | None = Field(None, max_length=500, description="local weights directory (model-based rewards)")
     devices: int = Field(1, ge=1, le=64, description="devices the reward server holds, all on one host")
-    device_type: Literal["cuda", "cpu"] = "cuda"
+    device_type: Literal["cuda", "cpu"] | None = Field(
+        None,
+        description="omitted: the server chooses one that an online host has `devices` of (cuda before cpu); a type "
+        "no registered host offers is refused",
+    )
     team: str | None = Field(None, max_length=100, description="one of your teams; needed when you have several")
 
 

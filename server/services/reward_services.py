@@ -22,13 +22,13 @@ from server.models import (
 from server.schemas.services import ServiceCreate, ServiceOut, ServicePage
 from server.services import audit
 from server.services.auth import Caller
-from server.services.capacity import matching_per_host
 from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound
 from server.services.reward_service_figures import figures, jobs_using
 from server.services.scheduler_wakeup import wake_scheduler
 from server.services.scoping import ensure_writer, team_for_submission, team_role
+from server.services.service_devices import service_device_type
 from server.services.service_state import set_state
-from trainer.spec import REMOTE_REWARD, SERVICE_REWARD, RewardSpec, known_rewards, spec_errors
+from trainer.spec import MODEL_REWARDS, REMOTE_REWARD, SERVICE_REWARD, RewardSpec, known_rewards, spec_errors
 
 # Rewards a service cannot serve: both are scored through a reward server that is already running elsewhere.
 _NOT_SERVABLE = {
@@ -44,11 +44,7 @@ def create_service(session: Session, caller: Caller, data: ServiceCreate, settin
     pending for the scheduler. Nothing is stored on any error."""
     team = team_for_submission(caller, data.team)
     _check_reward(data, settings)
-    largest = max(matching_per_host(session, data.device_type, None), default=None)
-    if largest is not None and data.devices > largest:
-        raise FieldErrors.one(
-            "devices", f"asks for {data.devices} {data.device_type} devices on one host; the largest has {largest}"
-        )
+    device_type = service_device_type(session, data.device_type, data.devices)
     if _live_named(session, team.team_id, data.name) is not None:
         raise FieldErrors.one("name", f"team {team.team_name!r} already has a live service named {data.name!r}")
     service = RewardService(
@@ -56,7 +52,7 @@ def create_service(session: Session, caller: Caller, data: ServiceCreate, settin
         team_id=team.team_id,
         reward=data.reward,
         path=data.path,
-        device_type=data.device_type,
+        device_type=device_type,
         devices=data.devices,
         state=ServiceState.PENDING,
         created_by_id=caller.user_id,
@@ -78,6 +74,11 @@ def create_service(session: Session, caller: Caller, data: ServiceCreate, settin
 def servable_rewards() -> list[str]:
     """The rewards create_service accepts by name: the built-in and plugin ones (trainer.spec) it can serve."""
     return sorted(known_rewards() - _NOT_SERVABLE.keys())
+
+
+def weightless_reward() -> str:
+    """The first servable reward that loads no weights: one a new service can run with no path given."""
+    return next(name for name in servable_rewards() if name not in MODEL_REWARDS)
 
 
 def _check_reward(data: ServiceCreate, settings: Settings) -> None:

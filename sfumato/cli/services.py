@@ -33,7 +33,9 @@ def create(
     reward: Annotated[str, typer.Option(help="the reward to serve: a built-in name or a plugin's")],
     path: Annotated[str | None, typer.Option(help="the weights directory of a model-based reward")] = None,
     devices: Annotated[int, typer.Option(min=1, max=64, help="devices it holds, on one host")] = 1,
-    device_type: Annotated[str, typer.Option(help="cuda or cpu")] = "cuda",
+    device_type: Annotated[
+        str | None, typer.Option(help="cuda or cpu; omitted: one that an online host offers (the server chooses)")
+    ] = None,
     team: Annotated[str | None, typer.Option(help="for this one of your teams")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -42,7 +44,10 @@ def create(
     if as_json:
         print_json(service.to_json())
         return
-    out.print(f"service {service.id} ({service.name}) {service.state}", markup=False)
+    out.print(
+        f"service {service.id} ({service.name}) {service.state} on {service.devices} {service.device_type} device(s)",
+        markup=False,
+    )
     out.print(f'jobs use it with {{"name": "service", "service": "{service.name}"}} in their reward list', markup=False)
 
 

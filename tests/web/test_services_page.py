@@ -13,9 +13,9 @@ from argon2 import PasswordHasher
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from page_fixtures import PASSWORD, csrf_of
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from server.models import Membership, RewardService, User
+from server.models import Device, Membership, RewardService, User
 from server.services.reward_services import servable_rewards
 
 BRIGHT = {"name": "bright-web", "reward": "brightness", "path": "", "device_type": "cuda", "devices": "1"}
@@ -101,10 +101,25 @@ def test_a_refused_field_is_named_beside_it_in_the_open_form_and_nothing_is_stor
     assert service_count(app) == before
 
 
-def test_the_reward_select_offers_the_rewards_a_service_can_serve_pickscore_first_chosen(client: TestClient) -> None:
+def chosen(page: str, select_id: str) -> list[str]:
+    select_html = re.search(rf'<select id="{select_id}".*?</select>', page, re.S)
+    assert select_html
+    return re.findall(r'<option value="([^"]+)" selected', select_html.group(0))
+
+
+def test_the_reward_select_offers_the_rewards_a_service_can_serve_one_without_weights_chosen(
+    client: TestClient,
+) -> None:
     select_html = re.search(r'<select id="f-reward".*?</select>', client.get("/services").text, re.S)
     assert select_html and re.findall(r'<option value="([^"]+)"', select_html.group(0)) == servable_rewards()
-    assert re.findall(r'<option value="([^"]+)" selected', select_html.group(0)) == ["pickscore"]
+    assert chosen(client.get("/services").text, "f-reward") == ["brightness"]  # pickscore needs a weights path
+
+
+def test_the_device_type_chosen_is_one_the_online_hosts_offer(client: TestClient, app: FastAPI) -> None:
+    assert chosen(client.get("/services").text, "f-device-type") == ["cuda"]  # the world's GPU host
+    with app.state.sessionmaker.begin() as session:
+        session.execute(update(Device).values(device_type="cpu"))  # a CPU-only platform
+    assert chosen(client.get("/services").text, "f-device-type") == ["cpu"]
 
 
 def test_creating_or_stopping_without_the_csrf_token_is_refused(client: TestClient, app: FastAPI) -> None:

@@ -17,8 +17,16 @@ from server.config import Settings
 from server.schemas.services import ServiceCreate
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, ServiceError
-from server.services.reward_services import create_service, list_services, servable_rewards, stop_service, stoppable_ids
+from server.services.reward_services import (
+    create_service,
+    list_services,
+    servable_rewards,
+    stop_service,
+    stoppable_ids,
+    weightless_reward,
+)
 from server.services.scoping import SUBMIT_ROLES
+from server.services.service_devices import UNREGISTERED_DEFAULT, default_device_type, host_offer
 from trainer.spec import MODEL_REWARDS, spec_errors
 from web.pages.account import form_fields
 from web.pages.deps import page_caller, require_csrf
@@ -29,7 +37,6 @@ router = APIRouter()
 PAGE_SIZE = 100
 # The form's fields: ServiceCreate's. An error naming another (or none) is shown above them.
 FORM_FIELDS = tuple(ServiceCreate.model_fields)
-NEW_SERVICE = {"reward": "pickscore", "device_type": "cuda", "devices": "1"}
 
 
 def _body_context(session: Session, caller: Caller, refusal: str = "") -> dict[str, Any]:
@@ -60,7 +67,7 @@ def _page(
         "form": {
             "shown": (caller.can_write and bool(teams)) or bool(errors),  # a refused crafted post says why
             "open": bool(errors),
-            "typed": values or NEW_SERVICE,
+            "typed": values or _new_service(session),
             "placed": placed,
             "unplaced": [e for e in errors or [] if e["field"] not in FORM_FIELDS],
             "rewards": servable_rewards(),
@@ -70,6 +77,13 @@ def _page(
         },
     }
     return render(request, "services.html", context, status_code=status_code)
+
+
+def _new_service(session: Session) -> dict[str, str]:
+    """The panel's first values: what can run here, a reward that needs no weights on a device type that an
+    online host offers (as the API chooses when the type is left out)."""
+    device_type = default_device_type(host_offer(session), 1) or UNREGISTERED_DEFAULT
+    return {"reward": weightless_reward(), "device_type": device_type, "devices": "1"}
 
 
 def service_create(form: dict[str, str]) -> ServiceCreate:
