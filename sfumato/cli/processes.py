@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -86,9 +85,9 @@ def _print_token(token: str, url: str) -> None:
     console.print(f"log in at {url}/login with it, or: sfumato login --url {url}\n{rule}\n", soft_wrap=True)
 
 
-def _wait_until_ready(settings: Settings, url: str, children: list[_Child], timeout_s: float = 120.0) -> None:
-    """Until the server answers and this machine's worker has registered its host (its start-up banner is
-    printed by then), a child ended, or `timeout_s` passed."""
+def _wait_until_ready(settings: Settings, url: str, children: list[_Child], stop: threading.Event) -> bool:
+    """True once the server answers GET /api/v1/health and this machine's worker has registered its host (its
+    start-up banner is printed by then); False when a child ended or a stop was asked first."""
     import httpx
     from sqlalchemy import select
 
@@ -97,8 +96,7 @@ def _wait_until_ready(settings: Settings, url: str, children: list[_Child], time
     from worker.host_agent import host_name
 
     name = host_name(settings)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and all(c.proc is None or c.proc.poll() is None for c in children):
+    while not stop.is_set() and all(c.proc is None or c.proc.poll() is None for c in children):
         with session_scope() as session:
             registered = session.scalar(select(Host.id).where(Host.name == name, Host.status == "online"))
         try:
@@ -106,8 +104,9 @@ def _wait_until_ready(settings: Settings, url: str, children: list[_Child], time
         except httpx.HTTPError:
             answers = False
         if registered is not None and answers:
-            return
-        time.sleep(0.5)
+            return True
+        stop.wait(0.5)
+    return False
 
 
 @db_app.command("upgrade")
@@ -329,9 +328,9 @@ def up(
         for child in children:
             # Own process groups: Ctrl-C reaches only this process, which stops the children in order.
             child.proc = subprocess.Popen(child.argv, start_new_session=True, preexec_fn=terminate_with_parent)
-        if token or link:
-            _wait_until_ready(settings, _public_url(host, port), children)
-        console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
+        # The banner only once the API answers: a restart's server takes seconds before it does.
+        if _wait_until_ready(settings, _public_url(host, port), children, stop):
+            console.print(f"Sfumato is up at {_public_url(host, port)} (Ctrl-C stops it)")
         if token:
             _print_token(token, _public_url(host, port))
         if link:
