@@ -61,6 +61,7 @@ MODULES: dict[str, list[str]] = {
     ],
     "server/services/placement_pass.py": ["tests/server/scheduling"],
     "server/services/metric_blocks.py": [
+        "tests/server/test_metric_block_packing.py",
         "tests/server/test_ingest_metrics.py",
         "tests/server/test_ingest_key_names.py",
         "tests/server/test_metric_storage.py",
