@@ -66,6 +66,9 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
             f"{sharding.describe()}"
         )
 
+    # The base model's eval samples, before the first step: the gallery's "before" column (a resumed run has them).
+    if first_step == 1 and spec.samples.count > 0 and (dist.is_main or sharding.fsdp):
+        evaluate(job, 0, output_dir, reporter)
     for step in range(first_step, total + 1):
         started = time.perf_counter()
         algo = spec.algorithm

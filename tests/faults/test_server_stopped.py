@@ -51,8 +51,9 @@ def test_metrics_and_samples_sent_while_the_server_is_down_arrive_once_after_it_
     assert steps_off_per_key(postgres_url, job_id, TOTAL_STEPS) == {}
     points = Counter((key, step) for key, step, _attempt, _superseded in stored_points(postgres_url, job_id))
     assert set(points.values()) == {1}, "a point was stored twice"
-    # Eval samples at steps 2, 4 and 6: one per eval prompt (2), each once; train samples, if any, once too.
+    # Eval samples at step 0 (before training), 2, 4 and 6: one per eval prompt (2), each once; train samples,
+    # if any, once too.
     assert Counter((s["step"], s["prompt"], s["seed"]) for s in samples if s["kind"] == "eval") == {
-        (step, prompt, 0): 1 for step in (2, 4, 6) for prompt in ("a red apple", "a blue car")
+        (step, prompt, 0): 1 for step in (0, 2, 4, 6) for prompt in ("a red apple", "a blue car")
     }
     assert set(Counter((s["kind"], s["step"], s["prompt"], s["seed"]) for s in samples).values()) == {1}

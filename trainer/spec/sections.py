@@ -234,7 +234,9 @@ class ResourcesSpec(Section):
 
 
 class SamplesSpec(Section):
-    every: int = Field(5, ge=1, description="log eval samples every N steps (and at the last step)")
+    every: int = Field(
+        5, ge=1, description="log eval samples every N steps, at the last step, and as step 0 before training"
+    )
     count: int = Field(2, ge=0, le=64, description="seeds per eval prompt")
 
 

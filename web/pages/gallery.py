@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 router = APIRouter()
 COLUMNS = 5
+BEFORE_STEP = 0  # the trainer's eval samples of the base model, before its first step
 
 
 @dataclass
@@ -45,9 +46,15 @@ def window(steps: Sequence[int], index: int, size: int = COLUMNS) -> list[int]:
     return list(steps[start : start + size])
 
 
+def with_before(steps: Sequence[int], columns: list[int]) -> list[int]:
+    """The columns with the base model's samples (step BEFORE_STEP, logged before training) pinned first, so every
+    window of the slider shows where the job started from."""
+    return columns if BEFORE_STEP not in steps or BEFORE_STEP in columns else [BEFORE_STEP, *columns]
+
+
 def grid(session: Session, job_id: int, steps: Sequence[int], index: int) -> tuple[list[int], list[GalleryRow]]:
-    """The columns (steps) and rows (prompts, in first-seen order) around the chosen step."""
-    columns = window(steps, index)
+    """The columns (the "before" step, then steps around the chosen one) and rows (prompts, in first-seen order)."""
+    columns = with_before(steps, window(steps, index))
     rows: dict[str, GalleryRow] = {}
     for sample in pages.samples_at(session, job_id, columns):
         cell = rows.setdefault(sample.prompt, GalleryRow(sample.prompt)).cells.setdefault(sample.step, [])
@@ -58,10 +65,17 @@ def grid(session: Session, job_id: int, steps: Sequence[int], index: int) -> tup
 def _context(session: Session, job_id: int, i: int | None, step: int | None) -> dict[str, object]:
     steps = pages.sample_steps(session, job_id)
     if not steps:
-        return {"steps": [], "index": 0, "columns": [], "rows": [], "current": None}
+        return {"steps": [], "index": 0, "columns": [], "rows": [], "current": None, "before_step": BEFORE_STEP}
     index = pick(steps, i, step)
     columns, rows = grid(session, job_id, steps, index)
-    return {"steps": steps, "index": index, "columns": columns, "rows": rows, "current": steps[index]}
+    return {
+        "steps": steps,
+        "index": index,
+        "columns": columns,
+        "rows": rows,
+        "current": steps[index],
+        "before_step": BEFORE_STEP,
+    }
 
 
 @router.get("/jobs/{job_id}/gallery", response_class=HTMLResponse)
