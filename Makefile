@@ -25,8 +25,10 @@ HOST ?= 127.0.0.1
 run: install
 	$(VENV)/bin/sfumato up --host $(HOST) --port $(PORT)
 
+# The suite on TEST_WORKERS pytest-xdist workers; a test file stays on one worker (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: install
 	$(VENV)/bin/ruff check .

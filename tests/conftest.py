@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -46,8 +47,46 @@ def redis_url() -> str:
         pytest.skip(f"{REDIS_ENV} is not set")
     import redis
 
+    url = worker_redis_database(url)
     redis.Redis.from_url(url, socket_connect_timeout=5).ping()  # unreachable → loud failure
     return url
+
+
+def worker_redis_database(url: str) -> str:
+    """Under pytest-xdist each worker gets its own Redis database number (the configured one plus the worker's
+    index), so two clusters' Celery queues never meet."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    parts = urlsplit(url)
+    database = int(parts.path.strip("/") or 0) + int(worker.removeprefix("gw"))
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+LIVE_PLATFORM_FILES = ("test_prometheus.py", "test_cli_live.py", "test_experiment_cli_live.py", "test_client_live.py")
+CLUSTER_FOLDERS = ("faults", "integration")
+
+
+def xdist_group_of(path: Path, rootpath: Path) -> str:
+    """The files sharing the session's live platform run on one worker, and so do the tests that start whole
+    clusters (one at a time: two at once would starve each other's heartbeats on a 2-core host); any other file
+    is a group of its own, so its module fixtures are built once."""
+    if path.name in LIVE_PLATFORM_FILES:
+        return "live_platform"
+    relative = path.relative_to(rootpath)
+    if relative.parts[:2] in {("tests", folder) for folder in CLUSTER_FOLDERS}:
+        return "clusters"
+    return str(relative)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` runs under pytest-xdist with --dist loadgroup; each test gets its group (xdist_group_of), and
+    the clusters' group, the longest, is collected first so that a worker starts on it at once."""
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.path, config.rootpath)))
+    items.sort(key=lambda item: xdist_group_of(item.path, config.rootpath) != "clusters")
 
 
 @pytest.fixture

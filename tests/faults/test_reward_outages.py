@@ -5,6 +5,7 @@ infrastructure failure, retried as for a lost host, and the job fails naming the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import time
@@ -109,7 +110,9 @@ def test_a_reward_server_killed_mid_job_is_restarted_and_the_job_succeeds_with_e
     job_id = cluster.submit(tiny_spec(TOTAL_STEPS, samples={"count": 0}, reward=[SERVICE_REWARD]))
     cluster.wait_for("the trainer's request at the stopped reward server", lambda: trainer_waits_on(cluster, service))
 
-    server.send_signal(signal.SIGKILL)
+    # On a loaded host the supervisor may already have killed the stopped server for failing its health checks.
+    with contextlib.suppress(psutil.NoSuchProcess):
+        server.send_signal(signal.SIGKILL)
     restarted = cluster.wait_for(
         "the supervisor to restart the server",
         lambda: (s := healthy_service(cluster, service["id"])) and s["restarts"] >= 1 and s,
