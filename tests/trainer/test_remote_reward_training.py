@@ -86,7 +86,8 @@ def test_a_job_scored_by_a_reward_server_has_the_rewards_of_the_local_run(
     assert [m["step"] for m in got] == [1, 2] and scored == 2 * 8  # two steps of 2 prompts x 4, all on the server
     for local_step, remote_step in zip(expected, got, strict=True):
         assert remote_step["reward/mean"] == pytest.approx(local_step["reward/mean"], abs=EIGHT_BIT_ROUNDING)
-        assert remote_step["reward/remote"] == remote_step["reward/mean"]
+        assert remote_step["reward/brightness"] == remote_step["reward/mean"]  # the name the server serves
+        assert "reward/remote" not in remote_step
 
 
 @pytest.mark.slow

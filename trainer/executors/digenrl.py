@@ -94,7 +94,7 @@ class DigenrlExecutor(Executor):
         self.local = Distributed(0, 1, 0, job.dist.device)  # plans without collectives
         self.pool = load_prompts(job.spec.prompts.source)
         self.trainer_group = dist.new_group(self.trainers) if dist.is_initialized() else None
-        self.parts = [spec.name for spec in job.spec.reward]
+        self.parts = job.reward.names  # as the reward logs them (a remote one by its server's name)
         self.size = unit_size(job.algorithm.steps, job.family.latent_shape, len(self.parts))
         self.pregenerated: dict[int, list[Unit]] = {}  # step → stale units already sent
         self.pending = Pending()

@@ -4,7 +4,9 @@ A reward is ``fn(images, prompts) -> scores``: images NCHW float in [0, 1], one 
 per image; or ``-> (scores, {sub: scores})`` with named sub-scores, logged as ``reward/<name>/<sub>``
 (the remote reward passes on those of its server). A factory ``make(path, device) -> fn`` builds it
 (model-based rewards load their weights from ``path``). Plugins register a factory under the
-``sfumato.rewards`` entry point group.
+``sfumato.rewards`` entry point group. A remote reward is logged under the name its server gives
+(``reward/brightness``, not ``reward/remote``); a name that two entries of one spec share is told apart by its
+place (``brightness``, ``brightness_2``).
 """
 
 from __future__ import annotations
@@ -82,7 +84,13 @@ class WeightedReward:
     sub-scores as ``reward/<name>/<sub>``, which weigh nothing)."""
 
     def __init__(self, specs: list[RewardSpec], device: torch.device) -> None:
-        self.parts = [(spec.name, spec.weight, load_reward(spec, device)) for spec in specs]
+        functions = [load_reward(spec, device) for spec in specs]
+        served = [
+            fn.served_name() if isinstance(fn, RemoteReward) else spec.name
+            for spec, fn in zip(specs, functions, strict=True)
+        ]
+        self.names = distinct(served)
+        self.parts = [(name, spec.weight, fn) for name, spec, fn in zip(self.names, specs, functions, strict=True)]
 
     @torch.no_grad()
     def __call__(self, images: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -101,3 +109,14 @@ class WeightedReward:
                 raw[f"{name}/{sub}"] = values.float().reshape(-1, frames).mean(dim=1).cpu()
         total = sum(weight * raw[name] for name, weight, _ in self.parts)
         return total, raw  # type: ignore[return-value]
+
+
+def distinct(names: list[str]) -> list[str]:
+    """The names, the second and later holders of one suffixed with their count (``a``, ``a_2``), so no two parts
+    of a step share a metric."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return out

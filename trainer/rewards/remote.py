@@ -10,6 +10,10 @@ the checkpoint. A server that answers an error a retry may cure (408, 425, 429, 
 more times; an answer that breaks the protocol is refused at once. Every error names the reward and its URL,
 and the step fails with it, never with a made-up score. Every connection is checked by address when it is made
 (checked_connections): a name that resolves to a link-local or metadata address fails the step at once.
+
+The server says which reward it serves (``GET /healthz``: ``{"status": "ok", "reward": NAME}``), asked once
+when the reward is built, waited for in the same way; its scores are then logged as ``reward/<NAME>`` and its
+sub-scores as ``reward/<NAME>/<sub>``, as a local reward's are (``remote`` when the server does not say).
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import os
 import random
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TypeVar
 
 import httpx
 import torch
@@ -31,11 +38,13 @@ from trainer.rewards.image_codec import encode_png
 from trainer.spec import RewardSpec
 from trainer.spec.destinations import RefusedDestination
 from trainer.spec.reward_protocol import (
+    HEALTH_PATH,
     MAX_RESPONSE_BYTES,
     SCORE_PATH,
     ProtocolError,
     ScoreResponse,
     parse_response,
+    served_reward,
 )
 
 UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # no answer from the reward itself: waited out like no connection
@@ -45,6 +54,10 @@ BACKOFF_MAX_S = 8.0
 # The only credential a remote reward sends: under the platform, the reward token the worker gave this node (it
 # scores at the job's team's services while the attempt runs, and does nothing else); never the job token.
 REWARD_TOKEN_VARIABLE = "SFUMATO_REWARD_TOKEN"
+# What a server's scores are logged as when its health answer does not name its reward (another make, a 404).
+UNNAMED = "remote"
+
+Answer = TypeVar("Answer")
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +107,7 @@ class RemoteReward:
         assert spec.outage_window_s is not None
         self.label = f"reward {spec.name!r} at {spec.url}"
         self.endpoint = spec.url + SCORE_PATH
+        self.health_url = spec.url + HEALTH_PATH
         self.batch_size = spec.batch_size
         self.timeout_s = spec.timeout_s
         self.retries = spec.retries
@@ -124,14 +138,22 @@ class RemoteReward:
         device = images.device
         return scores.to(device), {name: torch.tensor(values, device=device) for name, values in subs.items()}
 
-    async def score_batches(self, batches: list[tuple[list[str], list[str]]]) -> list[ScoreResponse]:
-        """Every batch at once; the first that fails for good cancels the others."""
+    def served_name(self) -> str:
+        """The name of the reward the server serves, which its scores are logged under."""
+        return asyncio.run_coroutine_threadsafe(self.tried(self.ask_name), self.loop).result()
+
+    def connected(self) -> httpx.AsyncClient:
         if self.client is None:
             token = reward_token()
             headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
             transport = checked_transport(allow_private=True)
             self.client = httpx.AsyncClient(headers=headers, timeout=None, trust_env=False, transport=transport)
-        tasks = [asyncio.ensure_future(self.score_batch(self.client, images, prompts)) for images, prompts in batches]
+        return self.client
+
+    async def score_batches(self, batches: list[tuple[list[str], list[str]]]) -> list[ScoreResponse]:
+        """Every batch at once; the first that fails for good cancels the others."""
+        client = self.connected()
+        tasks = [asyncio.ensure_future(self.score_batch(client, images, prompts)) for images, prompts in batches]
         try:
             return await asyncio.gather(*tasks)
         finally:
@@ -139,16 +161,19 @@ class RemoteReward:
                 task.cancel()
 
     async def score_batch(self, client: httpx.AsyncClient, images: list[str], prompts: list[str]) -> ScoreResponse:
-        """One request, tried again while the server does not answer (up to the outage window) and while it
-        answers a retryable error (up to ``retries`` times)."""
         body = httpx.Request("POST", self.endpoint, json={"images": images, "prompts": prompts}).read()
+        return await self.tried(lambda: self.exchange(client, body, len(images)))
+
+    async def tried(self, request: Callable[[], Awaitable[Answer]]) -> Answer:
+        """``request`` tried again while the server does not answer (up to the outage window) and while it
+        answers a retryable error (up to ``retries`` times)."""
         tries, answered_errors, first_failure = 0, 0, None
         while True:
             tries += 1
             started = time.monotonic()
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    return await self.exchange(client, body, len(images))
+                    return await request()
             except RefusedDestination as exc:
                 raise RemoteRewardError(f"{self.label}: not called: {exc}") from None
             except TimeoutError:
@@ -175,9 +200,32 @@ class RemoteReward:
             log.warning("%s: try %d failed: %s; again in %.1f s", self.label, tries, problem, delay)
             await asyncio.sleep(delay)
 
+    async def ask_name(self) -> str:
+        """One ``GET /healthz``: the reward it names, or ``remote`` when the server answers without one."""
+        status, received = await self.read(self.connected().stream("GET", self.health_url))
+        if status in UNAVAILABLE_STATUS:
+            raise ServerUnavailable(f"answered {status} to {HEALTH_PATH}: {error_text(received)}")
+        if status in RETRYABLE_STATUS:
+            raise RetryableFailure(f"answered {status} to {HEALTH_PATH}: {error_text(received)}")
+        return (served_reward(received) if status == 200 else None) or UNNAMED
+
     async def exchange(self, client: httpx.AsyncClient, body: bytes, count: int) -> ScoreResponse:
         """One request: the answer's scores, or an error (retryable or not)."""
-        async with client.stream("POST", self.endpoint, content=body) as response:
+        status, received = await self.read(client.stream("POST", self.endpoint, content=body))
+        if status in UNAVAILABLE_STATUS:
+            raise ServerUnavailable(f"answered {status}: {error_text(received)}")
+        if status in RETRYABLE_STATUS:
+            raise RetryableFailure(f"answered {status}: {error_text(received)}")
+        if status != 200:
+            raise RemoteRewardError(f"{self.label}: answered {status}: {error_text(received)}")
+        try:
+            return parse_response(received, count)
+        except ProtocolError as exc:
+            raise RemoteRewardError(f"{self.label}: refused its answer to {count} images: {exc}") from exc
+
+    async def read(self, exchange: AbstractAsyncContextManager[httpx.Response]) -> tuple[int, bytes]:
+        """An answer's status and body; a body over MAX_RESPONSE_BYTES (declared or sent) is refused."""
+        async with exchange as response:
             declared = int(response.headers.get("content-length") or 0)
             received = bytearray()
             if declared <= MAX_RESPONSE_BYTES:
@@ -187,13 +235,4 @@ class RemoteReward:
                         break
             if max(declared, len(received)) > MAX_RESPONSE_BYTES:
                 raise RemoteRewardError(f"{self.label}: refused an answer over {MAX_RESPONSE_BYTES} bytes")
-        if response.status_code in UNAVAILABLE_STATUS:
-            raise ServerUnavailable(f"answered {response.status_code}: {error_text(bytes(received))}")
-        if response.status_code in RETRYABLE_STATUS:
-            raise RetryableFailure(f"answered {response.status_code}: {error_text(bytes(received))}")
-        if response.status_code != 200:
-            raise RemoteRewardError(f"{self.label}: answered {response.status_code}: {error_text(bytes(received))}")
-        try:
-            return parse_response(bytes(received), count)
-        except ProtocolError as exc:
-            raise RemoteRewardError(f"{self.label}: refused its answer to {count} images: {exc}") from exc
+        return response.status_code, bytes(received)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,7 +23,8 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the server refuses a larger body with 41
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # the client refuses a larger answer (scores are a few bytes each)
 MAX_METADATA_BYTES = 4096  # one image's metadata object, as JSON
 MAX_SUB_SCORES = 16
-SubScoreName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]  # logged as reward/<name>/<sub>
+METRIC_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+SubScoreName = Annotated[str, Field(pattern=METRIC_NAME.pattern)]  # logged as reward/<name>/<sub>
 
 
 class ProtocolError(ValueError):
@@ -72,3 +74,13 @@ def parse_response(body: bytes, count: int) -> ScoreResponse:
         if not all(math.isfinite(value) for value in values):
             raise ProtocolError(f"{field}: holds NaN or infinity")
     return response
+
+
+def served_reward(body: bytes) -> str | None:
+    """The reward a server's ``GET /healthz`` answer names (``{"status": "ok", "reward": NAME}``), when NAME can be
+    a metric's name (``reward/<NAME>``); None for an answer that names none."""
+    try:
+        name = json.loads(body).get("reward")
+    except (ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and METRIC_NAME.match(name) else None
