@@ -239,12 +239,21 @@ class Experiment(_Model):
         return self.state in TERMINAL_STATES
 
 
+class Bounds(_Model):
+    """A 95% interval over the probe's timed rounds."""
+
+    low: float
+    high: float
+
+
 class AdvisedExecutor(_Model):
     """One executor's row of an advice's answer (the server computes every figure)."""
 
     executor: str
     samples_per_s: float | None = None
+    samples_per_s_interval: Bounds | None = None
     speedup: float | None = None
+    speedup_interval: Bounds | None = None
     peak_memory_bytes: int | None = None
     fits_budget: bool = False
     exactness: str | None = None
@@ -259,8 +268,26 @@ class AdviceAnswer(_Model):
     executors: list[AdvisedExecutor]
     recommended: str | None = None
     fits: bool
+    why: str = ""
     summary: str
     budget_bytes: int | None = None
+    rounds: int = 0
+    method: str = ""
+
+
+class PredictionCheck(_Model):
+    """A job submitted from an advice: predicted against measured, and the warning when they are not like with
+    like (the job or the probe shared a host)."""
+
+    job_id: int
+    advice_id: int
+    executor: str
+    predicted_samples_per_s: float | None = None
+    predicted_samples_per_s_interval: Bounds | None = None
+    measured_samples_per_s: float | None = None
+    predicted_peak_memory_bytes: int | None = None
+    measured_peak_memory_bytes: float | None = None
+    shared_warning: str | None = None
 
 
 class Advice(_Model):
@@ -274,7 +301,8 @@ class Advice(_Model):
     probe_job_id: int | None = None
     error: str | None = None
     answer: AdviceAnswer | None = None
-    submitted: list[dict[str, Any]] = []
+    probe_warning: str | None = None
+    submitted: list[PredictionCheck] = []
 
     @property
     def settled(self) -> bool:

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sfumato import Client, Job
+from sfumato.cli.advise import prediction_lines
 from sfumato.cli.common import (
     JsonOption,
     client,
@@ -131,8 +132,9 @@ def jobs(
 def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOption = False) -> None:
     """A job's status, progress, resources and history."""
     job = client().job(job_id)
+    prediction = client().prediction(job_id)
     if as_json:
-        print_json(job.to_json())
+        print_json({**job.to_json(), "prediction": prediction.to_json() if prediction else None})
         return
     table = Table.grid(padding=(0, 2))
     rows = {
@@ -154,6 +156,8 @@ def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOpt
     for key, value in rows.items():
         table.add_row(f"[bold]{key}[/bold]", escape(value))
     out.print(table)
+    for line in prediction_lines(prediction) if prediction else []:
+        out.print(line, markup=False)
     for event in job.events or []:
         out.print(f"  {when(event.created_at)}  {event.status:<10} {event.message or ''}", markup=False)
 

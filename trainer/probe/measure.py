@@ -3,8 +3,9 @@
 One job serves every executor (as in the bench): the audit's session first takes one step of each from the
 same weights on one frozen trajectory (exactness class, relative L2 and cosine against native's gradient);
 then at each size K ∈ {K₁, K₂} × prompts ∈ {p₁, p₂} (trainer/spec/probe_sizes.py) the executors that accept it run
-as ``make bench`` runs them: one warm-up step each, TIMED_ROUNDS interleaved rounds (the median step is the
-point's time), and one step each whose peak memory is read, by the bench's own definition. The unit costs F, F_g and B
+as ``make bench`` runs them: one warm-up step each, TIMED_ROUNDS interleaved rounds A B C, A B C, … (each
+round's step time is kept, and the median is the point's time), and one step each whose peak memory is read, by
+the bench's own definition. The advice pairs the executors round by round for its intervals. The unit costs F, F_g and B
 are the bench's (trainer/bench.py) at every row count the advice prices. A failure (out of memory at a probe
 size, a size the executor refuses) ends that executor's probe with the reason; the others go on.
 """
@@ -33,7 +34,9 @@ from trainer.spec.executor_choice import options_for
 from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
 from trainer.spec.probe_sizes import PROBE_PROMPTS, probe_trained, resized
 
-TIMED_ROUNDS = 4  # as make bench times its rounds
+# Interleaved rounds per probe size: each gives one prediction per executor, and the advice's 95% intervals have
+# TIMED_ROUNDS - 1 degrees of freedom (Student's t at 4: 2.78; at 2 it would be 4.30, too wide to decide on).
+TIMED_ROUNDS = 5
 
 
 def probe_prompts(spec: JobSpec, world: int, layout: str) -> list[int]:
@@ -133,8 +136,8 @@ class Prober:
 
     def size(self, trained: int, prompts: int, probes: list[ExecutorProbe], reward_rates: list[float]) -> None:
         """Every executor probed at this size, as ``make bench`` runs them: one warm-up step each, then
-        TIMED_ROUNDS rounds A B C … (load drift falls on all alike; the median round is the point's time), then
-        one step each whose peak is read. A failure is that executor's error; the others go on."""
+        TIMED_ROUNDS rounds A B C … (load drift falls on all alike; each round's time is kept, the median is the
+        point's time), then one step each whose peak is read. A failure is that executor's error; the others go on."""
         executors: dict[str, tuple[ExecutorProbe, object]] = {}
         for probe in probes:
             try:
@@ -172,6 +175,7 @@ class Prober:
                     prompts=prompts,
                     rows=rows,
                     step_seconds=statistics.median(m["time/wall"] for m in timed),
+                    round_seconds=[m["time/wall"] for m in timed],
                     sync_seconds=statistics.median(m.get("time/sync", 0.0) for m in timed),
                     peak_bytes=peak,
                 )

@@ -32,6 +32,12 @@
     return Math.max(40, longest * 7 + 16);
   }
 
+  // A compare legend names each job in a line or two: a long name is cut (the table above has it whole).
+  function legendName(name) {
+    return name.length > LEGEND_NAME_CHARS ? name.slice(0, LEGEND_NAME_CHARS - 1) + "…" : name;
+  }
+  const LEGEND_NAME_CHARS = 40;
+
   // Steps are whole numbers: a step axis ticks only at integer spacings (never at step 2.5).
   const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 25000,
     50000, 100000, 200000, 250000, 500000, 1000000];
@@ -376,7 +382,7 @@
         if (!s || !s.steps.length) return;
         const xs = this.axis === "time" ? s.wall_times.map((w) => w - s.wall_times[0]) : s.steps;
         tables.push([xs, toDisplay(scale, s.values)]);
-        series.push({ label: "#" + job.id + " " + job.name + " (" + job.executor + ")", stroke: style[i].color, dash: style[i].dash,
+        series.push({ label: "#" + job.id + " " + legendName(job.name) + " (" + job.executor + ")", stroke: style[i].color, dash: style[i].dash,
           width: 2, spanGaps: true, points: { show: false }, value: (u, v) => formatter(scale)(v) });
       });
       if (c.plot) c.plot.destroy();
