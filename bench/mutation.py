@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,39 +151,95 @@ def _belongs(mutant: str, module: str) -> bool:
     return mutant.startswith(dotted + ".")
 
 
-def markdown(scores: list[ModuleScore], workdir: Path) -> str:
+RUNS_HEADING = "## Latest run of each module"
+EARLIER_HEADINGS = (RUNS_HEADING, "## This run")
+COLUMNS = ("module", "mutants", "killed", "timed out", "survived", "of them equivalent", "other", "score", "seconds")
+RUN_COLUMNS = ("run (UTC)", "commit")
+
+
+@dataclass
+class ModuleReport:
+    """One module's part of the report: its table row, its tests line and its survivors (markdown, kept as written
+    so that a run of other modules leaves it, with its run date and commit, as it was)."""
+
+    row: str
+    tests: str
+    survivors: str = ""
+
+
+def module_report(s: ModuleScore, workdir: Path, run: str) -> ModuleReport:
+    survived = s.survivors
+    equivalent = [name for name in survived if name in EQUIVALENT]
+    killed = s.count(KILLED) + s.count(TIMED_OUT)
+    other = len(s.codes) - killed - len(survived)  # not checked, suspicious or crashed: see mutmut results
+    judged = killed + len(survived) - len(equivalent)
+    score = f"{killed / judged:.0%}" if judged else "n/a"
+    row = (
+        f"| {s.module} | {len(s.codes)} | {s.count(KILLED)} | {s.count(TIMED_OUT)} | {len(survived)} | "
+        f"{len(equivalent)} | {other} | {score} | {s.seconds:.0f} | {run} |"
+    )
+    lines = [f"## Survivors in {s.module}", ""] if survived else []
+    for name in survived:
+        why = EQUIVALENT.get(name, "not killed: a missing test")
+        diff = (workdir / f"{name}.diff").read_text().strip()
+        lines += [f"### {name}", "", why, "", "```diff", diff, "```", ""]
+    return ModuleReport(row, f"- {s.module}: {', '.join(s.tests) or 'none'}", "\n".join(lines))
+
+
+def earlier_reports(text: str) -> tuple[str, dict[str, ModuleReport]]:
+    """The hand-written part of an earlier report (everything above its runs) and each module's part of its runs."""
+    heading = next((h for h in EARLIER_HEADINGS if h in text), None)
+    if heading is None:
+        return text, {}
+    preface, runs = text.split(heading, 1)
+    table, *survivor_sections = runs.split("\n## Survivors in ")
+    reports: dict[str, ModuleReport] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and cells[0] not in ("module", "") and not cells[0].startswith("---"):
+            cells += ["not recorded"] * (len(COLUMNS) + len(RUN_COLUMNS) - len(cells))  # a row from before run columns
+            reports[cells[0]] = ModuleReport("| " + " | ".join(cells) + " |", "")
+    for line in table.splitlines():
+        module = line.removeprefix("- ").split(": ", 1)[0]
+        if line.startswith("- ") and module in reports:
+            reports[module].tests = line
+    for section in survivor_sections:
+        module = section.split("\n", 1)[0].strip()
+        if module in reports:
+            reports[module].survivors = "## Survivors in " + section.strip() + "\n"
+    return preface, reports
+
+
+def markdown(reports: dict[str, ModuleReport], preface: str) -> str:
+    """The report: the hand-written preface, then every module's latest run (in MODULES' order)."""
+    order = [module for module in MODULES if module in reports] + sorted(set(reports) - set(MODULES))
     rows = [
-        "# Mutation testing (make mutation)",
+        preface.rstrip() or "# Mutation testing (make mutation)",
+        "",
+        RUNS_HEADING,
         "",
         "mutmut mutates each module in a scratch copy; a mutant is killed when a selected test fails. "
         "The score is killed (timeouts included) over killed and survived, less the survivors listed as "
-        "equivalent (they cannot change behaviour); every other survivor is a missing test.",
+        "equivalent (they cannot change behaviour); every other survivor is a missing test. A run of some "
+        "modules replaces their rows and keeps the others' with the date and commit of their own run.",
         "",
-        "| module | mutants | killed | timed out | survived | of them equivalent | other | score | seconds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(COLUMNS + RUN_COLUMNS) + " |",
+        "|" + "---|" * (len(COLUMNS) + len(RUN_COLUMNS)),
     ]
-    for s in scores:
-        survived = s.survivors
-        equivalent = [name for name in survived if name in EQUIVALENT]
-        killed = s.count(KILLED) + s.count(TIMED_OUT)
-        other = len(s.codes) - killed - len(survived)  # not checked, suspicious or crashed: see mutmut results
-        judged = killed + len(survived) - len(equivalent)
-        score = f"{killed / judged:.0%}" if judged else "n/a"
-        rows.append(
-            f"| {s.module} | {len(s.codes)} | {s.count(KILLED)} | {s.count(TIMED_OUT)} | {len(survived)} | "
-            f"{len(equivalent)} | {other} | {score} | {s.seconds:.0f} |"
-        )
+    rows += [reports[module].row for module in order]
     rows += ["", "Tests selected per module:", ""]
-    rows += [f"- {s.module}: {', '.join(s.tests) or 'none'}" for s in scores]
-    for s in scores:
-        if not s.survivors:
-            continue
-        rows += ["", f"## Survivors in {s.module}", ""]
-        for name in s.survivors:
-            why = EQUIVALENT.get(name, "not killed: a missing test")
-            diff = (workdir / f"{name}.diff").read_text().strip()
-            rows += [f"### {name}", "", why, "", "```diff", diff, "```", ""]
-    return "\n".join(rows) + "\n"
+    rows += [reports[module].tests for module in order if reports[module].tests]
+    rows += [""] + [reports[module].survivors for module in order if reports[module].survivors]
+    return "\n".join(rows).rstrip() + "\n"
+
+
+def run_label(repo: Path) -> str:
+    """The run's start (UTC) and the commit it mutated, marked when the checkout had uncommitted changes."""
+    git = ["git", "-C", str(repo)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    return f"{started} | {commit or 'unknown'}{' + uncommitted changes' if changed.stdout.strip() else ''}"
 
 
 def main() -> None:
@@ -193,10 +250,13 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to mutate (e.g. an older commit's)")
     args = parser.parse_args()
     chosen = args.only or list(MODULES)
+    run = run_label(args.repo)
     with tempfile.TemporaryDirectory(prefix="sfumato-mutation-") as folder:
         workdir = Path(folder)
         scores = [run_module(args.repo, module, MODULES[module], workdir, args.children) for module in chosen]
-        args.out.write_text(markdown(scores, workdir))
+        preface, reports = earlier_reports(args.out.read_text() if args.out.exists() else "")
+        reports |= {s.module: module_report(s, workdir, run) for s in scores}
+        args.out.write_text(markdown(reports, preface))
     print(args.out.read_text())
 
 
