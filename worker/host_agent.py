@@ -19,6 +19,7 @@ from server.config import Settings
 from server.db import session_scope
 from server.services.hosts import DeviceInfo, heartbeat, register_host
 from server.services.retry_policy import requeue_interrupted_jobs
+from worker.hub_probe import hub_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,16 @@ class HostAgent:
         self._thread: threading.Thread | None = None
 
     def register(self) -> None:
+        """Store the host with its devices and whether its trainers can reach the model hub: not when it runs
+        with the hub off (nothing is probed then), nor when the hub's endpoint does not answer a connection."""
         self.devices = detect_devices(self.settings)
+        declared = hub_offline()
+        unreachable = None if declared else hub_unreachable()
+        if unreachable:
+            log.warning("host %s cannot reach the model hub (%s)", self.name, unreachable)
+        no_hub = declared or unreachable is not None
         with session_scope() as session:
-            host = register_host(session, self.name, self.devices, address=host_address(), hub_offline=hub_offline())
+            host = register_host(session, self.name, self.devices, address=host_address(), hub_offline=no_hub)
             interrupted = requeue_interrupted_jobs(session, host)
         log.info("host %s registered with %d %s device(s)", self.name, len(self.devices), self.devices[0].device_type)
         if interrupted:

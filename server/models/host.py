@@ -35,7 +35,8 @@ class Host(Base):
     admin_state: Mapped[str] = mapped_column(  # an AdminState
         String(20), default=AdminState.ACTIVE, server_default=AdminState.ACTIVE.value
     )
-    # The worker runs with the model hub off (HF_HUB_OFFLINE): a spec naming a hub model cannot load there.
+    # The worker's trainers cannot reach the model hub: it runs with the hub off (HF_HUB_OFFLINE), or the hub's
+    # endpoint did not answer its probe at registration (worker/hub_probe.py). A hub model cannot load there.
     hub_offline: Mapped[bool] = mapped_column(default=False, server_default=false())
     last_heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     registered_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -23,7 +23,11 @@ class HostOut(BaseModel):
     name: str
     address: str | None
     status: str
-    hub_offline: bool = Field(False, description="the worker runs with the model hub off (HF_HUB_OFFLINE)")
+    hub_offline: bool = Field(
+        False,
+        description="the worker cannot reach the model hub: it runs with the hub off (HF_HUB_OFFLINE), or the hub "
+        "did not answer its probe at registration",
+    )
     last_heartbeat_at: UtcDatetime
     registered_at: UtcDatetime
     devices: list[DeviceOut]

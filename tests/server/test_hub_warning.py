@@ -1,13 +1,21 @@
-"""A spec naming a hub model, submitted while every worker that could run it has the hub off (HF_HUB_OFFLINE),
-is accepted with a warning saying so; hosts report the hub mode when they register."""
+"""A spec naming a hub model, submitted while no worker that could run it can reach the hub (HF_HUB_OFFLINE, or
+the hub's endpoint did not answer the worker's probe when it registered), is accepted with a warning saying so."""
 
 from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from server_harness import Harness
 
 from server.services.hosts import DeviceInfo, register_host
 from worker.host_agent import hub_offline
+
+REPO = Path(__file__).resolve().parents[2]
 
 HUB_MODEL = {"model": {"path": "stabilityai/stable-diffusion-3.5-medium"}, "resources": {"device_type": "cuda"}}
 
@@ -56,3 +64,40 @@ def test_a_worker_reads_the_hub_mode_as_huggingface_hub_does(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert hub_offline() is offline
+
+
+def closed_endpoint() -> str:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def register_worker(harness: Harness, name: str, hub_endpoint: str) -> None:
+    """The worker's own registration (HostAgent.register, 1 CPU slot), in a process of its own whose model hub is
+    at ``hub_endpoint``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_", "SFUMATO_"))}
+    env.update(
+        SFUMATO_DATABASE_URL=harness.settings.database_url,
+        SFUMATO_HOME=str(harness.settings.home),
+        SFUMATO_WORKER_HOSTNAME=name,
+        SFUMATO_WORKER_CPU_SLOTS="1",
+        HF_ENDPOINT=hub_endpoint,
+    )
+    code = (
+        "from server.config import get_settings; import worker.host_agent as a; a.HostAgent(get_settings()).register()"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, timeout=120)
+
+
+def test_a_worker_whose_probe_finds_no_hub_makes_a_hub_model_a_warning_naming_it(harness: Harness) -> None:
+    register_worker(harness, "no-network-1", closed_endpoint())
+    response = harness.submit({"model": {"path": "stabilityai/stable-diffusion-3.5-medium"}})
+    assert response.status_code == 201, response.text
+    (warning,) = response.json()["warnings"]
+    assert "no worker that could run this job can reach the hub (no-network-1: " in warning
+
+
+def test_a_worker_whose_probe_reaches_the_hub_makes_no_warning(harness: Harness) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as hub:  # accepts the probe's connection
+        register_worker(harness, "connected-1", f"http://127.0.0.1:{hub.getsockname()[1]}")
+    assert harness.submit({"model": {"path": "stabilityai/stable-diffusion-3.5-medium"}}).json()["warnings"] == []

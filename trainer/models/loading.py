@@ -9,6 +9,7 @@ import torch
 from trainer.models.base import ModelFamily
 from trainer.models.builtin_shapes import ensure_builtin_shapes
 from trainer.models.builtin_tiny import ensure_builtin_tiny
+from trainer.models.hub_download import download_model
 from trainer.spec import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, ModelSpec
 from trainer.spec.model import WAN_PIPELINE_SIZE, WAN_TINY_SIZE
 
@@ -23,9 +24,7 @@ def model_directory(spec: ModelSpec) -> Path:
     local = Path(spec.path).expanduser()
     if local.exists():
         return local
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(spec.path))
+    return download_model(spec.path)
 
 
 def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
