@@ -60,7 +60,17 @@ MODULES: dict[str, list[str]] = {
         "tests/security/test_session_credentials.py",
         "tests/security/test_web_sessions.py",
     ],
-    "server/services/placement_pass.py": ["tests/server/scheduling"],
+    # The scheduling tests that judge placement (the rest reach place_queued_jobs only to set up a run).
+    "server/services/placement_pass.py": [
+        "tests/server/scheduling/test_placement_pass_record.py",
+        "tests/server/scheduling/test_placement_pass.py",
+        "tests/server/scheduling/test_team_quotas.py",
+        "tests/server/scheduling/test_exclusive_scheduling.py",
+        "tests/server/scheduling/test_pool_scheduling.py",
+        "tests/server/scheduling/test_service_scheduling.py",
+        "tests/server/scheduling/test_reconcile.py",
+        "tests/server/scheduling/test_host_admin.py",
+    ],
     "server/services/metric_blocks.py": [
         "tests/server/test_metric_block_packing.py",
         "tests/server/test_ingest_metrics.py",

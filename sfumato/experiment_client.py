@@ -8,9 +8,11 @@ summary, cancel, retry, add notes, and download the report.
 
 from __future__ import annotations
 
+import io
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import httpx
@@ -117,8 +119,29 @@ class ExperimentCalls:
     def export_experiment(
         self, experiment_id: int, format: Literal["md", "html"] = "html", path: str | Path | None = None
     ) -> bytes:
-        """The report (the same bytes the API serves); written to `path` too when given."""
+        """The report (the same bytes the API serves: the HTML page, or for md a zip of one folder with report.md
+        and its images/); written to `path` too when given: a Markdown report whose path does not end in .zip
+        is unpacked into that folder."""
         data = self._request("GET", f"{API}/experiments/{experiment_id}/report", params={"format": format}).content
-        if path is not None:
+        if path is None:
+            return data
+        if format == "md" and Path(path).suffix != ".zip":
+            unpack_report(data, Path(path))
+        else:
             Path(path).write_bytes(data)
         return data
+
+
+def unpack_report(data: bytes, folder: Path) -> None:
+    """The zip's one folder's files, written under `folder` (report.md, images/...); a name that would leave the
+    folder is refused."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for entry in archive.infolist():
+            inside = PurePosixPath(entry.filename).parts[1:]
+            if entry.is_dir() or not inside:
+                continue
+            if ".." in inside or PurePosixPath(entry.filename).is_absolute():
+                raise ValueError(f"the report names a file outside its folder: {entry.filename!r}")
+            target = folder.joinpath(*inside)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(entry))

@@ -1,15 +1,21 @@
-"""An experiment's report, as Markdown or one self-contained HTML page: the summary's tables and verdicts, the
-reward and samples/s plots (inline SVG), each cell group's latest eval samples (data URIs), and the notes.
+"""An experiment's report, as Markdown beside its image files (a zip of one folder) or one self-contained HTML
+page: the summary's tables and verdicts, the reward and samples/s plots (SVG), each cell group's latest eval
+samples (every eval prompt with every eval seed), and the notes.
 
 One renderer for the API (`GET /api/v1/experiments/{id}/report`) and the CLI (`sfumato experiment export`,
-which downloads it), so both give the same bytes. The HTML page's Content-Security-Policy allows only inline
-styles and data: images: opened from a pull request or a laptop offline, it fetches nothing.
+which downloads it), so both give the same bytes. The Markdown links its images by relative paths, which GitHub
+renders (it does not render data: URIs). The HTML page embeds them as data: URIs, and its
+Content-Security-Policy allows only inline styles and data: images: opened from a pull request or a laptop
+offline, it fetches nothing.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
+import re
+import zipfile
 from collections.abc import Callable
 from typing import Literal
 
@@ -21,10 +27,13 @@ from server.services.auth import Caller
 from server.services.experiment_reads import experiment_detail
 from server.services.experiment_summary import TIMES
 from server.services.markdown_text import markdown_html, markdown_quote, markdown_text
-from server.services.report_figures import ReportFigures, report_figures
+from server.services.report_figures import GroupSamples, ReportFigures, report_figures
 
 ReportFormat = Literal["md", "html"]
-REPORT_TYPES: dict[str, str] = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8"}
+REPORT_TYPES: dict[str, str] = {"md": "application/zip", "html": "text/html; charset=utf-8"}
+MARKDOWN_NAME = "report.md"  # in the zip's one folder, experiment-ID/, beside images/
+IMAGES = "images"
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = (
     "body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1d232a}"
@@ -32,7 +41,8 @@ STYLE = (
     "text-align:left;vertical-align:top}th{background:#eef2f5}td.num{text-align:right;font-variant-numeric:"
     "tabular-nums}figure{margin:.5rem 0 1.5rem}.gallery{display:flex;flex-wrap:wrap;gap:.75rem}.gallery figure"
     "{margin:0;width:9rem}.gallery img{width:9rem;height:9rem;image-rendering:pixelated;border:1px solid #cfd6dd}"
-    "figcaption{font-size:12px;color:#4a5561}.flag{color:#9a3b00}"
+    "figcaption{font-size:12px;color:#4a5561;overflow-wrap:anywhere}.flag{color:#9a3b00}"
+    ".prompt{margin:.75rem 0 .25rem;font-weight:600;overflow-wrap:anywhere}.source{color:#4a5561;font-size:13px}"
 )
 
 
@@ -128,9 +138,14 @@ def _facts(detail: ExperimentDetail) -> list[tuple[str, str]]:
     ]
 
 
+def _plot_file(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".svg"
+
+
 def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
     """Every text that comes from a user or the stored data (names, values, labels, prompts, notes) is quoted
-    through services.markdown_text, so it shows as written and never as HTML or Markdown."""
+    through services.markdown_text, so it shows as written and never as HTML or Markdown. Images are linked as
+    files under images/ (`_markdown_folder` writes them)."""
     md = markdown_text
 
     def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -139,8 +154,8 @@ def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
 
         return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows), ""]
 
-    def image(alt: str, media_type: str, data: bytes) -> str:
-        return f"![{md(alt)}](data:{media_type};base64,{base64.b64encode(data).decode()})"
+    def image(alt: str, file_name: str) -> str:
+        return f"![{md(alt)}]({IMAGES}/{file_name})"
 
     tables = _tables(detail)
     out = [f"# Experiment {detail.id}: {md(detail.name)}", ""]
@@ -150,13 +165,16 @@ def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
     if detail.summary.flags:
         out += ["## Flagged cells", "", *table(*tables["flags"])]
     out += ["## Plots", ""]
-    out += [image(title, "image/svg+xml", svg.encode()) + "\n" for title, svg in figures.plots]
+    out += [image(title, _plot_file(title)) + "\n" for title, _ in figures.plots]
     out += ["## Cells", "", *table(*tables["cells"])]
     if figures.samples:
         out += ["## Latest eval samples", ""]
-        for group, samples in figures.samples:
-            out += [f"**{md(group)}**", ""]
-            out += [image(s.caption, s.media_type, s.data) + f" {md(s.caption)}" for s in samples] + [""]
+        for group in figures.samples:
+            out += [f"### {md(group.group)}", "", md(group.source), ""]
+            for prompt, images in group.prompts:
+                out += [f"**{md(prompt)}**", ""]
+                out += [" ".join(image(f"{prompt}, {i.caption}", i.file_name) for i in images), ""]
+                out += [", ".join(md(i.caption) for i in images), ""]
     if detail.notes:
         out += ["## Notes", ""]
         for note in detail.notes:
@@ -200,15 +218,7 @@ def _html(detail: ExperimentDetail, figures: ReportFigures) -> str:
     parts += [f"<figure>{svg}<figcaption>{esc(plot_title)}</figcaption></figure>" for plot_title, svg in figures.plots]
     parts += ["<h2>Cells</h2>", table(*tables["cells"], numeric_from=5)]
     if figures.samples:
-        parts += ["<h2>Latest eval samples</h2>"]
-        for group, samples in figures.samples:
-            parts += [f'<h3>{esc(group)}</h3><div class="gallery">']
-            parts += [
-                f'<figure><img alt="{esc(s.caption)}" src="data:{s.media_type};base64,'
-                f'{base64.b64encode(s.data).decode()}"><figcaption>{esc(s.caption)}</figcaption></figure>'
-                for s in samples
-            ]
-            parts += ["</div>"]
+        parts += ["<h2>Latest eval samples</h2>", *(_html_samples(group) for group in figures.samples)]
     if detail.notes:
         parts += ["<h2>Notes</h2>"]
         parts += [
@@ -224,11 +234,46 @@ def _html(detail: ExperimentDetail, figures: ReportFigures) -> str:
     return "".join(parts)
 
 
+def _html_samples(group: GroupSamples) -> str:
+    """A group's eval samples: each prompt whole (wrapped), then its eval seeds' images with their captions."""
+    esc = html.escape
+    parts = [f'<h3>{esc(group.group)}</h3><p class="source">{esc(group.source)}</p>']
+    for prompt, images in group.prompts:
+        parts += [f'<p class="prompt">{esc(prompt)}</p><div class="gallery">']
+        parts += [
+            f'<figure><img alt="{esc(f"{prompt}, {i.caption}")}" src="data:{i.media_type};base64,'
+            f'{base64.b64encode(i.data).decode()}"><figcaption>{esc(i.caption)}</figcaption></figure>'
+            for i in images
+        ]
+        parts += ["</div>"]
+    return "".join(parts)
+
+
+def _markdown_folder(detail: ExperimentDetail, figures: ReportFigures) -> bytes:
+    """A zip of one folder, experiment-ID/: report.md and, beside it, images/ with the plots and samples."""
+    folder = f"experiment-{detail.id}"
+    files: list[tuple[str, str | bytes]] = [(MARKDOWN_NAME, _markdown(detail, figures))]
+    files += [(f"{IMAGES}/{_plot_file(title)}", svg) for title, svg in figures.plots]
+    files += [
+        (f"{IMAGES}/{image.file_name}", image.data)
+        for group in figures.samples
+        for _, images in group.prompts
+        for image in images
+    ]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files:
+            # A fixed date: the same experiment gives the same bytes on every download.
+            entry = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_DATE)
+            archive.writestr(entry, data, compress_type=zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
+
+
 def experiment_report(
     session: Session, caller: Caller, experiment_id: int, format: ReportFormat, settings: Settings
 ) -> bytes:
-    """The report of an experiment the caller may see (404 otherwise), as UTF-8 bytes."""
+    """The report of an experiment the caller may see (404 otherwise): the HTML page as UTF-8 bytes, or the
+    Markdown folder as a zip."""
     detail = experiment_detail(session, caller, experiment_id)
     figures = report_figures(session, settings, detail)
-    text = _markdown(detail, figures) if format == "md" else _html(detail, figures)
-    return text.encode()
+    return _markdown_folder(detail, figures) if format == "md" else _html(detail, figures).encode()

@@ -1,6 +1,7 @@
 """The report's pictures: the reward curve of each cell group (mean over seeds, with a band from the lowest to
 the highest seed), samples/s per group with its 95% interval, both as inline SVG; and each group's latest eval
-samples, read from the artifact store. Curves come from services.experiment_curves, the figures from the summary."""
+samples (every eval prompt with every eval seed), read from the artifact store. Curves come from
+services.experiment_curves, the figures from the summary."""
 
 from __future__ import annotations
 
@@ -21,22 +22,50 @@ from server.services.current_points import current_points
 from server.services.experiment_curves import CurveGroup, group_curves
 
 CURVE_POINTS = 200
-SAMPLES_PER_GROUP = 4
 WIDTH, HEIGHT, PAD = 720, 300, 48
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 @dataclass(frozen=True)
-class EmbeddedSample:
-    caption: str
+class EvalImage:
+    """One eval sample: a prompt drawn with one of the spec's fixed eval seeds (`samples.count` per prompt, the
+    same at every step), not one of the experiment's seeds."""
+
+    prompt: str
+    eval_seed: int
+    reward: float | None
     media_type: str
     data: bytes
+    file_name: str  # where an exported folder keeps it, under images/
+
+    @property
+    def caption(self) -> str:
+        return f"eval seed {self.eval_seed}" + ("" if self.reward is None else f" · reward {self.reward:.3f}")
+
+
+@dataclass
+class GroupSamples:
+    """A cell group's latest eval samples: every eval prompt, in the spec's order, each with its eval seeds; drawn
+    by one cell of the group (`cell`, job `job_id`) at `step`."""
+
+    group: str
+    cell: str
+    job_id: int
+    step: int
+    prompts: list[tuple[str, list[EvalImage]]] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        return (
+            f"job {self.job_id} ({self.cell}) at step {self.step}; an eval seed is the fixed noise seed of an eval "
+            "sample (samples.count per prompt), not the experiment's seed"
+        )
 
 
 @dataclass
 class ReportFigures:
     plots: list[tuple[str, str]] = field(default_factory=list)  # (title, SVG)
-    samples: list[tuple[str, list[EmbeddedSample]]] = field(default_factory=list)  # (group label, images)
+    samples: list[GroupSamples] = field(default_factory=list)
 
 
 def _scale(lo: float, hi: float, out_lo: float, out_hi: float) -> tuple[float, float]:
@@ -146,8 +175,11 @@ def _speed_plot(groups: list[CellGroup]) -> str | None:
     )
 
 
-def _latest_eval_samples(session: Session, settings: Settings, job_id: int) -> list[EmbeddedSample]:
-    """The job's latest current eval step's first samples, with their prompt, seed and reward."""
+def _latest_eval_samples(
+    session: Session, settings: Settings, job_id: int, group: int, cell: str, label: str
+) -> GroupSamples | None:
+    """The job's latest current eval step: every eval prompt (in the order the trainer drew them) with every eval
+    seed of it, and their rewards."""
     current = current_points(session, job_id)
     steps = session.execute(
         select(Sample.step, func.max(Sample.attempt))
@@ -156,26 +188,25 @@ def _latest_eval_samples(session: Session, settings: Settings, job_id: int) -> l
     ).all()
     current_steps = sorted((s for s, a in steps if current.is_current(a, s)), reverse=True)
     if not current_steps:
-        return []
+        return None
     rows = session.scalars(
         select(Sample)
         .where(Sample.job_id == job_id, Sample.kind == "eval", Sample.step == current_steps[0])
         .order_by(Sample.id)
     ).all()
-    out = []
+    found = GroupSamples(label, cell, job_id, current_steps[0])
+    by_prompt: dict[str, list[EvalImage]] = {}
     for sample in rows:
-        if not current.is_current(sample.attempt, sample.step):
-            continue
         path = stored_file(settings, sample.image_path)
-        if not path.is_file():
+        if not current.is_current(sample.attempt, sample.step) or not path.is_file():
             continue
-        reward = "" if sample.reward is None else f" · reward {sample.reward:.3f}"
-        media_type = "image/webp" if sample.image_path.endswith(".webp") else "image/png"
-        caption = f"step {sample.step} · {sample.prompt[:40]} · seed {sample.seed}{reward}"
-        out.append(EmbeddedSample(caption, media_type, path.read_bytes()))
-        if len(out) == SAMPLES_PER_GROUP:
-            break
-    return out
+        images = by_prompt.setdefault(sample.prompt, [])
+        media_type, extension = ("image/webp", "webp") if sample.image_path.endswith(".webp") else ("image/png", "png")
+        name = f"group{group + 1}-prompt{len(by_prompt)}-seed{sample.seed}.{extension}"
+        images[:] = [i for i in images if i.eval_seed != sample.seed]  # a later attempt's sample replaces one
+        images.append(EvalImage(sample.prompt, sample.seed, sample.reward, media_type, path.read_bytes(), name))
+    found.prompts = [(prompt, sorted(images, key=lambda i: i.eval_seed)) for prompt, images in by_prompt.items()]
+    return found if found.prompts else None
 
 
 def report_figures(session: Session, settings: Settings, detail: ExperimentDetail) -> ReportFigures:
@@ -184,8 +215,12 @@ def report_figures(session: Session, settings: Settings, detail: ExperimentDetai
     for title, svg in (("reward by step", _reward_plot(session, groups)), ("samples/s", _speed_plot(groups))):
         if svg is not None:
             figures.plots.append((title, svg))
-    for group in groups:
-        samples = _latest_eval_samples(session, settings, group.job_ids[0]) if group.job_ids else []
-        if samples:
-            figures.samples.append((group.label, samples))
+    cells = {cell.job_id: ", ".join(f"{p}={v}" for p, v in cell.values.items()) for cell in detail.cells}
+    for index, group in enumerate(groups):
+        if not group.job_ids:
+            continue
+        job_id = group.job_ids[0]
+        samples = _latest_eval_samples(session, settings, job_id, index, cells.get(job_id, ""), group.label)
+        if samples is not None:
+            figures.samples.append(samples)
     return figures

@@ -194,12 +194,21 @@ def note(
 def export(
     experiment_id: Annotated[int, typer.Argument(help="experiment id")],
     fmt: Annotated[str, typer.Option("--format", help="md or html")] = "html",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="default experiment-ID.FORMAT")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="default experiment-ID.html; for md the folder experiment-ID (a .zip path: the zip)"
+        ),
+    ] = None,
 ) -> None:
-    """A self-contained report (tables, plots, sample images embedded; nothing fetched when opened)."""
+    """The report: one self-contained HTML page (plots and sample images embedded; nothing fetched when opened),
+    or a Markdown folder, report.md beside its images/ (GitHub renders those)."""
     if fmt not in ("md", "html"):
         raise fail(f"--format must be md or html, not {fmt!r}")
     report_format: Literal["md", "html"] = "md" if fmt == "md" else "html"
-    path = output or Path(f"experiment-{experiment_id}.{fmt}")
+    path = output or Path(f"experiment-{experiment_id}" + (".html" if fmt == "html" else ""))
     data = client().export_experiment(experiment_id, report_format, path)
-    err.print(f"wrote {len(data)} bytes to {path}", markup=False)
+    if fmt == "md" and path.suffix != ".zip":
+        err.print(f"wrote {path / 'report.md'} and its images under {path / 'images'}", markup=False)
+    else:
+        err.print(f"wrote {len(data)} bytes to {path}", markup=False)

@@ -4,6 +4,7 @@ live server, worker and scheduler (real torchrun), then show --json and export t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -47,11 +48,15 @@ def test_submit_wait_follows_every_cell_then_show_and_export_read_the_servers_an
     assert set(shown["summary"]["host_loads"]) == {str(cell["job_id"]) for cell in shown["cells"]}
 
     headers = {"Authorization": f"Bearer {live_platform.token}"}
-    for fmt in ("md", "html"):
-        path = tmp_path / f"report.{fmt}"
+    for fmt, name in (("md", "report.zip"), ("html", "report.html")):
+        path = tmp_path / name
         ok(run_cli(env, "experiment", "export", str(experiment_id), "--format", fmt, "-o", str(path)))
         served = httpx.get(
             f"{live_platform.url}/api/v1/experiments/{experiment_id}/report", params={"format": fmt}, headers=headers
         )
         assert path.read_bytes() == served.content
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text()
+    # Without .zip, the Markdown report is written as a folder: report.md beside the images it links.
+    ok(run_cli(env, "experiment", "export", str(experiment_id), "--format", "md", "-o", str(tmp_path / "md")))
+    links = re.findall(r"\]\((images/[^)]+)\)", (tmp_path / "md" / "report.md").read_text())
+    assert links and all((tmp_path / "md" / link).is_file() for link in links)

@@ -74,13 +74,17 @@ async def get_report(
     request: Request,
     experiment_id: ExperimentId,
     credentials: UserCredentials,
-    format: Annotated[Literal["md", "html"], Query(description="Markdown or a self-contained HTML page")] = "html",
+    format: Annotated[
+        Literal["md", "html"],
+        Query(description="md: a zip of one folder, report.md beside images/; html: one self-contained page"),
+    ] = "html",
 ) -> Response:
-    """The report `sfumato experiment export` writes: tables, plots and sample images embedded, nothing fetched
-    when it is opened."""
+    """The report `sfumato experiment export` writes: the HTML page with its plots and sample images embedded
+    (nothing fetched when it is opened), or the Markdown with its images as files beside it (GitHub renders
+    those, not embedded ones)."""
     settings = request.app.state.settings
     body = await run_as_caller(request, credentials, experiment_report, experiment_id, format, settings)
-    filename = f"experiment-{experiment_id}.{format}"
+    filename = f"experiment-{experiment_id}.{'zip' if format == 'md' else 'html'}"
     return Response(
         body,
         media_type=REPORT_TYPES[format],

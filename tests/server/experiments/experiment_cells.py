@@ -3,9 +3,10 @@ would run them (metrics through the ingest API), so that the summary and the rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from server_harness import Harness
+from server_harness import Harness, Headers
 
 from server.models import Allocation, utcnow
 
@@ -21,10 +22,14 @@ def create(harness: Harness, *axes: tuple[str, list[Any]]) -> dict[str, Any]:
     return dict(response.json())
 
 
-def run_cell(harness: Harness, job_id: int, host: int, speed: float) -> None:
-    """What a worker and the trainer do: the cell runs on `host`, reports 4 steps of metrics, succeeds, and
-    its devices are released."""
+def run_cell(
+    harness: Harness, job_id: int, host: int, speed: float, uploads: Callable[[Headers], None] | None = None
+) -> None:
+    """What a worker and the trainer do: the cell runs on `host`, sends what `uploads` sends with its job token,
+    reports 4 steps of metrics, succeeds, and its devices are released."""
     token = harness.start_job(job_id, host_id=host)
+    if uploads is not None:
+        uploads(token)
     steps = [{"step": i, "wall_time": 1000.0 + i, "values": {key: speed * (i + 1) for key in KEYS}} for i in range(4)]
     response = harness.client.post(
         f"/api/v1/ingest/{job_id}/metrics", json={"attempt": 1, "steps": steps}, headers=token

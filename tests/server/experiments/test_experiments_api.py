@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -34,6 +36,11 @@ def _release_devices(harness: Harness, job_id: int) -> None:
         for allocation in session.scalars(select(Allocation).where(Allocation.job_id == job_id)):
             allocation.released_at = utcnow()
         session.commit()
+
+
+def _report_md(zipped: bytes, experiment_id: int) -> str:
+    """report.md of the Markdown report's folder (the API serves it as a zip)."""
+    return zipfile.ZipFile(io.BytesIO(zipped)).read(f"experiment-{experiment_id}/report.md").decode()
 
 
 def _experiment_count(harness: Harness) -> int:
@@ -234,9 +241,9 @@ def test_the_list_filters_by_state_and_name_and_pages(harness: Harness) -> None:
 
 def test_the_report_has_the_summary_tables_in_markdown_and_in_a_page_that_fetches_nothing(harness: Harness) -> None:
     experiment_id = _created(harness, harness.admin, ("executor.name", ["native", "jagg"]))["id"]
-    markdown = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=md", headers=harness.admin)
-    assert markdown.headers["content-type"] == "text/markdown; charset=utf-8"
-    assert "| group | seeds | samples/s | speedup vs native |" in markdown.text
+    folder = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=md", headers=harness.admin)
+    assert folder.headers["content-type"] == "application/zip"
+    assert "| group | seeds | samples/s | speedup vs native |" in _report_md(folder.content, experiment_id)
     page = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=html", headers=harness.admin)
     assert "default-src 'none'; img-src data:" in page.text
     assert "<h2>Cell groups (mean [95% interval] over seeds)</h2><table>" in page.text
@@ -250,9 +257,9 @@ def test_the_markdown_report_quotes_names_and_notes_as_text_that_no_viewer_rende
     note = {"body": "<script>alert(1)</script>\n# a heading\n[link](javascript:alert(2))"}
     noted = harness.client.post(f"/api/v1/experiments/{experiment_id}/notes", json=note, headers=harness.admin)
     assert noted.status_code == 201, noted.text
-    markdown = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=md", headers=harness.admin)
+    folder = harness.client.get(f"/api/v1/experiments/{experiment_id}/report?format=md", headers=harness.admin)
     # As a viewer that passes raw HTML through would show it: the user's text is text, never an element.
-    shown = MarkdownIt("commonmark", {"html": True}).render(markdown.text)
+    shown = MarkdownIt("commonmark", {"html": True}).render(_report_md(folder.content, experiment_id))
     user_elements = ["<img src=x", "<script", "<em>bold", 'href="javascript', "<h1>a heading"]
     assert [element for element in user_elements if element in shown] == []
     assert "&lt;img src=x onerror=alert(1)&gt; *bold* [link](javascript:alert(1))" in shown
