@@ -26,6 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
+sys.path.insert(0, str(REPO))
+
+from bench.mutation_model_cache import CACHE_ENV  # noqa: E402
 
 # The modules the target covers, each with the tests that state its behaviour.
 MODULES: dict[str, list[str]] = {
@@ -36,7 +39,55 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_audit_nan_verdict.py",
         "tests/executors/test_audit_refusals.py",
     ],
-    "trainer/executors/*": ["tests/executors"],
+    # Each executor module with single-process tests of its behaviour (the torchrun tests would take minutes a mutant).
+    "trainer/executors/lean_reweight.py": [
+        "tests/executors/test_reweight_order.py",
+        "tests/executors/test_reweight_adv_clip.py",
+        "tests/executors/test_hybrid_schedule.py",
+        "tests/executors/test_reweight_group_std.py",
+    ],
+    "trainer/executors/gradient_cosine.py": [
+        "tests/executors/test_gradient_cosine.py",
+        "tests/executors/test_audit_nan_verdict.py",
+    ],
+    "trainer/executors/gradient_buffers.py": [
+        "tests/executors/test_gradient_buffers.py",
+        "tests/executors/test_reweight_order.py",
+        "tests/executors/test_reweight_group_std.py",
+    ],
+    "trainer/executors/base.py": ["tests/executors/test_executor_base.py"],
+    "trainer/executors/native.py": ["tests/executors/test_hybrid_schedule.py", "tests/executors/test_native_step.py"],
+    "trainer/executors/recompute.py": [
+        "tests/executors/test_hybrid_schedule.py",
+        "tests/executors/test_native_step.py",
+    ],
+    "trainer/executors/lean_retain.py": [
+        "tests/executors/test_native_step.py",
+        "tests/executors/test_retain_backward_rows.py",
+        "tests/executors/test_hybrid_schedule.py",
+        "tests/executors/test_training.py",
+        "tests/executors/test_audit.py",
+    ],
+    "trainer/executors/jagg.py": [
+        "tests/executors/test_audit.py",
+        "tests/executors/test_jagg_against_native.py",
+        "tests/executors/test_jagg_probes.py",
+    ],
+    "trainer/executors/graph_rollout.py": [
+        "tests/executors/test_native_step.py",
+        "tests/executors/test_retain_backward_rows.py",
+        "tests/executors/test_reweight_group_std.py",
+    ],
+    "trainer/executors/step_report.py": [
+        "tests/executors/test_native_step.py",
+        "tests/executors/test_reweight_group_std.py",
+        "tests/executors/test_hybrid_schedule.py",
+    ],
+    "trainer/executors/registry.py": ["tests/executors/test_executor_base.py", "tests/executors/test_spec_refusals.py"],
+    # digenrl needs a generator and a trainer rank for a whole step: one process reaches its generation and replay.
+    "trainer/executors/digenrl.py": ["tests/executors/test_meta_device_step.py"],
+    "trainer/executors/tsp_replay.py": ["tests/executors/test_meta_device_step.py"],
+    "trainer/executors/units.py": ["tests/executors/test_meta_device_step.py"],
     "server/services/scoping.py": [
         "tests/security/test_route_table_cross_team.py",
         "tests/security/test_cross_team.py",
@@ -88,6 +139,9 @@ KILLED = {1, 3}
 SURVIVED = {0, 5, 33}
 TIMED_OUT = {36, -24, 24, 152, 255}
 NOT_CHECKED = {None, 2, 34}
+TIMEOUT_CONSTANT, TIMEOUT_MULTIPLIER = 30, 4
+# No torchrun test (marked slow) runs for a mutant; the tiny models are built once per run (mutation_model_cache.py).
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-p", "bench.mutation_model_cache", "-m", "not slow", "-q"]
 
 
 @dataclass
@@ -130,22 +184,36 @@ def mutmut_config(module: str, tests: list[str]) -> str:
         f"only_mutate =\n    {module}",
         "also_copy =\n" + "\n".join(f"    {room}" for room in rooms),
         "pytest_add_cli_args_test_selection =\n" + "\n".join(f"    {test}" for test in tests),
-        "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q",
+        "pytest_add_cli_args =\n" + "\n".join(f"    {arg}" for arg in PYTEST_ARGS),
+        # A mutant's wall-clock limit is (its tests' call time + constant) x multiplier. Fixture set-up (a database,
+        # a model, an audit's rollout) is not in mutmut's estimate: the constant covers it, so that no mutant is
+        # counted killed by a timeout its set-up caused; the multiplier stops a mutant that loops.
+        f"timeout_constant = {TIMEOUT_CONSTANT}",
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
+        # Mutants fork from a server that has imported the tests but run none: a mutant forked from a process that
+        # ran torch (its thread pools, the reward scorer's thread) hangs on a lock no thread of the child holds.
+        "process_isolation = forkserver",
     ]
     return "\n".join(lines) + "\n"
 
 
-def run_module(repo: Path, module: str, tests: list[str], workdir: Path, children: int) -> ModuleScore:
-    """mutmut on one module of `repo` with those of `tests` that `repo` has (an older checkout may lack some)."""
+def run_module(
+    repo: Path, module: str, tests: list[str], workdir: Path, children: int, patterns: list[str] | None = None
+) -> ModuleScore:
+    """mutmut on one module of `repo` with those of `tests` that `repo` has (an older checkout may lack some);
+    with `patterns`, only the mutants whose names match one (the rest are reported as not run)."""
     scratch = workdir / module.replace("/", "_").replace("*", "all")
     scratch_copy(repo, scratch)
+    shutil.copy2(Path(__file__).with_name("mutation_model_cache.py"), scratch / "bench")  # an older repo lacks it
     tests = [test for test in tests if (scratch / test).exists()]
     pyproject = scratch / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().split("[tool.mutmut]")[0])
     (scratch / "setup.cfg").write_text(mutmut_config(module, tests))
     started = time.perf_counter()
     mutmut = Path(sys.executable).with_name("mutmut")
-    subprocess.run([str(mutmut), "run", "--max-children", str(children)], cwd=scratch, env=os.environ, check=False)
+    env = {**os.environ, CACHE_ENV: str(workdir / "tiny-models")}
+    command = [str(mutmut), "run", "--max-children", str(children), *(patterns or [])]
+    subprocess.run(command, cwd=scratch, env=env, check=False)
     score = ModuleScore(module, tests, time.perf_counter() - started)
     for meta in (scratch / "mutants").rglob("*.py.meta"):
         score.codes.update(json.loads(meta.read_text())["exit_code_by_key"])
@@ -258,12 +326,31 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to mutate (e.g. an older commit's)")
+    parser.add_argument(
+        "--mutants",
+        action="append",
+        help="run only the mutants matching this fnmatch pattern (repeatable): a sample such as "
+        "'trainer.executors.jagg.*0' (every tenth), or the survivors of an earlier run",
+    )
+    parser.add_argument(
+        "--without", action="append", default=[], help="leave this test file out of the selection (the score before it)"
+    )
     args = parser.parse_args()
     chosen = args.only or list(MODULES)
     run = run_label(args.repo)
     with tempfile.TemporaryDirectory(prefix="sfumato-mutation-") as folder:
         workdir = Path(folder)
-        scores = [run_module(args.repo, module, MODULES[module], workdir, args.children) for module in chosen]
+        scores = [
+            run_module(
+                args.repo,
+                module,
+                [test for test in MODULES[module] if test not in args.without],
+                workdir,
+                args.children,
+                args.mutants,
+            )
+            for module in chosen
+        ]
         preface, reports = earlier_reports(args.out.read_text() if args.out.exists() else "")
         reports |= {s.module: module_report(s, workdir, run) for s in scores}
         args.out.write_text(markdown(reports, preface))
