@@ -136,7 +136,8 @@ EQUIVALENT: dict[str, str] = {}
 # mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code). A mutant no selected test reaches
 # ("no tests") is not killed: it counts as a survivor. A timeout counts as killed, as mutmut counts it.
 KILLED = {1, 3}
-SURVIVED = {0, 5, 33}
+NO_TESTS = 33  # e.g. a PostgreSQL-only function in a run without SFUMATO_TEST_POSTGRES_URL
+SURVIVED = {0, 5, NO_TESTS}
 TIMED_OUT = {36, -24, 24, 152, 255}
 NOT_CHECKED = {None, 2, 34}
 TIMEOUT_CONSTANT, TIMEOUT_MULTIPLIER = 30, 4
@@ -258,7 +259,8 @@ def module_report(s: ModuleScore, workdir: Path, run: str) -> ModuleReport:
     )
     lines = [f"## Survivors in {s.module}", ""] if survived else []
     for name in survived:
-        why = EQUIVALENT.get(name, "not killed: a missing test")
+        missing = "not reached by any selected test" if s.codes[name] == NO_TESTS else "not killed: a missing test"
+        why = EQUIVALENT.get(name, missing)
         diff = (workdir / f"{name}.diff").read_text().strip()
         lines += [f"### {name}", "", why, "", "```diff", diff, "```", ""]
     return ModuleReport(row, f"- {s.module}: {', '.join(s.tests) or 'none'}", "\n".join(lines))
