@@ -3,6 +3,7 @@ retry, note, and export the report the server renders (md or html, self-containe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -11,7 +12,20 @@ from rich.progress import BarColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sfumato import Client, Experiment
-from sfumato.cli.common import JsonOption, client, client_command, err, fail, number, out, print_json, steps, when
+from sfumato.cli.common import (
+    JsonOption,
+    client,
+    client_command,
+    duration,
+    err,
+    fail,
+    number,
+    out,
+    print_json,
+    size,
+    steps,
+    when,
+)
 from sfumato.cli.progress_follower import ProgressFollower
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Experiments: one spec over a matrix of axes, one job per cell")
@@ -44,15 +58,18 @@ def _print_summary(experiment: Experiment) -> None:
     if summary is None:
         return
     table = Table(header_style="bold")
-    for column in ("GROUP", "SEEDS", "SAMPLES/S [95%]", "SPEEDUP [95%]", "FINAL REWARD [95%]", "EVAL REWARD [95%]"):
+    columns = ("GROUP", "SEEDS", "SAMPLES/S [95%]", "SPEEDUP [95%]", "PEAK MEMORY [95%]", "FINAL REWARD [95%]",
+               "EVAL REWARD [95%]")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column == "GROUP" else "right")
 
-    def interval(value: dict | None, digits: int = 4) -> str:
+    def interval(value: dict | None, digits: int = 4, shown: Callable[[float], str] | None = None) -> str:
         if not value or value.get("mean") is None:
             return "-"
+        show = shown or (lambda v: number(v, digits))
         if value.get("low") is None:
-            return f"{number(value['mean'], digits)} (n = {value['n']})"
-        return f"{number(value['mean'], digits)} [{number(value['low'], digits)}, {number(value['high'], digits)}]"
+            return f"{show(value['mean'])} (n = {value['n']})"
+        return f"{show(value['mean'])} [{show(value['low'])}, {show(value['high'])}]"
 
     for group in summary.groups:
         table.add_row(
@@ -60,6 +77,7 @@ def _print_summary(experiment: Experiment) -> None:
             str(len(group["job_ids"])),
             interval(group["samples_per_s"]),
             interval(group.get("speedup"), 3),
+            interval(group.get("peak_memory_bytes"), shown=size),
             interval(group["final_reward"]),
             interval(group["eval_reward"]),
         )
@@ -153,11 +171,21 @@ def show(experiment_id: Annotated[int, typer.Argument(help="experiment id")], as
         print_json(experiment.to_json())
         return
     out.print(f"experiment {experiment.id} {experiment.name}: {experiment.state}", markup=False)
+    rows = {row.id: row for row in (experiment.summary.jobs if experiment.summary else [])}
     cells = Table(header_style="bold")
-    for column in ("CELL", "JOB", "ORDER", "STATUS", "STEP"):
-        cells.add_column(column)
+    for column in ("CELL", "JOB", "ORDER", "STATUS", "STEP", "PEAK MEMORY", "DURATION"):
+        cells.add_column(column, justify="right" if column in ("PEAK MEMORY", "DURATION") else "left")
     for cell in experiment.cells or []:
-        cells.add_row(cell.label, str(cell.job_id), str(cell.position), cell.status, steps(cell.step, cell.total_steps))
+        row = rows.get(cell.job_id)  # the cell's compare row: the server's peak memory and duration
+        cells.add_row(
+            cell.label,
+            str(cell.job_id),
+            str(cell.position),
+            cell.status,
+            steps(cell.step, cell.total_steps),
+            size(row.peak_memory_bytes if row else None),
+            duration(row.duration_s if row else None),
+        )
     out.print(cells)
     _print_summary(experiment)
 
