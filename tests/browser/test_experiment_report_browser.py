@@ -1,12 +1,14 @@
 """The committed acceptance report (docs/examples/experiment-report.html, exported by `sfumato experiment
-export` from a 3-executor x 3-seed run of the shapes demo) opens in Chromium with every request other than
-data: refused, and shows its tables, plots and sample images."""
+export` from a 2-executor x 2-seed run of the tiny model, docs/examples/README.md) opens in Chromium with every
+request other than data: refused, and shows its tables, plots and sample images: every eval prompt whole, an image
+per eval seed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from browser_support import SCREENSHOTS
 
 pytestmark = pytest.mark.browser
 
@@ -30,11 +32,16 @@ def test_the_exported_report_shows_its_tables_plots_and_images_with_no_network(b
     page.goto(REPORT.as_uri())
     headers = page.locator("table").first.locator("th").all_inner_texts()
     assert headers[:4] == ["group", "seeds", "samples/s", "speedup vs native"]
-    assert page.locator("table").first.locator("tbody tr").count() == 3
+    assert page.locator("table").first.locator("tbody tr").count() == 2
     assert page.locator("svg").count() == 2
+    prompts = page.locator(".prompt").all_inner_texts()
+    assert prompts == ["a red apple", "a blue car", "a green field under a wide open summer sky",
+                       "a yellow taxi parked beside a long brick wall at dusk"] * 2  # fmt: skip
     images = page.locator(".gallery img")
-    assert images.count() >= 3
+    assert images.count() == 2 * len(prompts)  # two eval seeds per prompt
     widths = images.evaluate_all("imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
     assert all(w > 0 for w in widths)
     assert blocked == []
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "experiment-report-1280.png"), full_page=True)
     context.close()
