@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from bench.executors import REGIMES, SINGLE  # noqa: E402
 from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.run import load_spec  # noqa: E402
-from trainer.spec.advice import advise  # noqa: E402
+from trainer.spec.advice import predict  # noqa: E402
 from trainer.spec.probe_report import ProbeReport  # noqa: E402
 
 SPEED_TARGET, MEMORY_TARGET = 0.15, 0.20
@@ -57,7 +57,7 @@ def measure(folder: Path, index: int, job: dict[str, Any], names: str) -> dict[s
 
 def compared(spec_path: Path, report: ProbeReport, measured: dict[str, Any]) -> dict[str, Any]:
     """The advice from ``report`` beside the bench report ``measured`` of the same spec, per executor."""
-    answer = advise(load_spec(spec_path), report, None)
+    answer = predict(load_spec(spec_path), report)
     rows = {}
     for row in answer.executors:
         bench_row = measured["executors"].get(row.executor)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sfumato.errors import WaitTimeout
-from sfumato.models import Advice, Job
+from sfumato.models import Advice, Job, PredictionCheck
 
 
 class AdviceCalls:
@@ -51,5 +51,12 @@ class AdviceCalls:
             time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
 
     def submit_from_advice(self, advice_id: int, executor: str, *, team: str | None = None) -> Job:
-        """Submit the advised spec with `executor`; the job links the advice (predicted against measured)."""
+        """Submit the advised spec with `executor`, exclusive on its hosts; the job links the advice (predicted
+        against measured)."""
         return Job.model_validate(self._post(f"/advice/{advice_id}/submit", json={"executor": executor}, team=team))
+
+    def prediction(self, job_id: int) -> PredictionCheck | None:
+        """A job submitted from an advice: predicted against measured, with the shared-host warning; None for
+        a job not submitted from an advice."""
+        found = self._get(f"/jobs/{job_id}/prediction")
+        return None if found is None else PredictionCheck.model_validate(found)

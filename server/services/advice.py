@@ -1,14 +1,17 @@
 """The executor advisor's platform half: an advice row, its probe job on the target host class, the probe's
-report through the ingest door, and the answer (trainer/spec/advice.py) every caller reads from here.
+report through the ingest door, and the answer every caller reads from here.
 
-The answer is computed when read, from the stored spec, budget and probe report, so the API, the page and the
-CLI show one answer. Jobs submitted from an advice carry its id; their predicted against measured samples/s
-and peak memory use the compare answer's definitions (services.throughput, the peak of memory/peak_bytes).
+The answer is computed when read, from the stored spec, budget and probe report (the prediction,
+trainer/spec/advice.py, then its intervals and recommendation, services.advice_verdict), so the API, the page and
+the CLI show one answer. Jobs submitted from an advice carry its id and hold their hosts whole; their predicted
+against measured samples/s and peak memory use the compare answer's definitions (services.throughput, the peak of
+memory/peak_bytes).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,20 +20,21 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.models import TERMINAL_STATES, Advice, Device, Host, HostStatus, Job, JobStatus, Team, utcnow
-from server.schemas.advice import AdviceOut, AdviseRequest, PredictionCheck
+from server.schemas.advice import AdviceAnswer, AdviceOut, AdviseRequest, PredictionCheck
 from server.schemas.jobs import JobDetail
 from server.services import throughput
+from server.services.advice_verdict import advice_answer
 from server.services.auth import Caller
 from server.services.compare import MEMORY_KEY
 from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.jobs import submit_job, validate_spec
 from server.services.metric_figures import key_figures
-from server.services.scoping import scope_jobs
+from server.services.scoping import get_visible_job, scope_jobs
+from server.services.shared_hosts import SharedJob, shared_with
 from server.services.storable_values import INT64_MAX
 from server.states import AdviceState, JobKind
 from trainer.spec import SpecError, stored_spec, with_executor
-from trainer.spec.advice import Advice as AdviceAnswer
-from trainer.spec.advice import advise
+from trainer.spec.advice import predict
 from trainer.spec.executor_choice import options_for
 from trainer.spec.probe_report import ProbeReport
 
@@ -116,7 +120,7 @@ def answer(advice: Advice) -> AdviceAnswer | None:
     spec = stored_spec(advice.spec)
     if spec is None:
         return None
-    return advise(spec, ProbeReport.model_validate(advice.probe), advice.budget_bytes)
+    return advice_answer(predict(spec, ProbeReport.model_validate(advice.probe)), advice.budget_bytes)
 
 
 def state_of(advice: Advice, job: Job | None) -> tuple[str, str | None]:
@@ -127,17 +131,36 @@ def state_of(advice: Advice, job: Job | None) -> tuple[str, str | None]:
     return AdviceState.FAILED, f"probe job {job.id} {job.status}" + (f": {reason}" if reason else "")
 
 
-def checks(session: Session, caller: Caller, advice: Advice, result: AdviceAnswer | None) -> list[PredictionCheck]:
+def shared_warning(shared: Sequence[SharedJob], who: str, consequence: str) -> str | None:
+    """One sentence when ``who`` shared a host with other jobs (services.shared_hosts), else None."""
+    if not shared:
+        return None
+    hosts = ", ".join(dict.fromkeys(s.host for s in shared))
+    return f"{who} ran while {len(shared)} other job(s) held devices on {hosts}: {consequence}"
+
+
+def probe_warning(session: Session, probe: Job | None) -> str | None:
+    if probe is None:
+        return None
+    return shared_warning(shared_with(session, [probe.id])[probe.id], "the probe", "the prediction carries their load")
+
+
+def checks(
+    session: Session, caller: Caller, advice: Advice, result: AdviceAnswer | None, probe_note: str | None
+) -> list[PredictionCheck]:
     """Each job submitted from the advice that the caller may see: predicted against measured samples/s and peak
-    memory."""
+    memory, and the warning when the job or the probe shared a host (then the two are not like with like)."""
     submitted = select(Job).where(Job.advice_id == advice.id, Job.kind == JobKind.TRAIN).order_by(Job.id)
     jobs = list(session.scalars(scope_jobs(submitted, caller)))
     speeds = throughput.samples_per_s(session, [job.id for job in jobs])
+    shared = shared_with(session, [job.id for job in jobs])
     rows = {row.executor: row for row in result.executors} if result else {}
     out = []
     for job in jobs:
         predicted = rows.get(job.executor)
         memory = key_figures(session, job.id, [MEMORY_KEY]).get(MEMORY_KEY)
+        job_warning = shared_warning(shared[job.id], "the job", f"its samples/s is not {job.executor}'s alone")
+        warnings = [w for w in (job_warning, probe_note) if w]
         out.append(
             PredictionCheck(
                 job_id=job.id,
@@ -146,9 +169,11 @@ def checks(session: Session, caller: Caller, advice: Advice, result: AdviceAnswe
                 status=job.status,
                 executor=job.executor,
                 predicted_samples_per_s=predicted.samples_per_s if predicted else None,
+                predicted_samples_per_s_interval=predicted.samples_per_s_interval if predicted else None,
                 measured_samples_per_s=speeds[job.id],
                 predicted_peak_memory_bytes=predicted.peak_memory_bytes if predicted else None,
                 measured_peak_memory_bytes=memory.maximum if memory else None,
+                shared_warning="; ".join(warnings) or None,
             )
         )
     return out
@@ -159,6 +184,7 @@ def advice_detail(session: Session, caller: Caller, advice_id: int) -> AdviceOut
     job = probe_job(session, advice.id)
     state, error = state_of(advice, job)
     result = answer(advice)
+    probe_note = probe_warning(session, job)
     return AdviceOut(
         id=advice.id,
         state=state,
@@ -171,7 +197,8 @@ def advice_detail(session: Session, caller: Caller, advice_id: int) -> AdviceOut
         answered_at=advice.answered_at,
         error=error,
         answer=result,
-        submitted=checks(session, caller, advice, result),
+        probe_warning=probe_note,
+        submitted=checks(session, caller, advice, result, probe_note),
     )
 
 
@@ -206,7 +233,8 @@ def submit_from_advice(
     session: Session, caller: Caller, advice_id: int, executor: str, settings: Settings, team: str | None = None
 ) -> JobDetail:
     """Submit the advice's spec with ``executor`` (one of the answer's predicted rows) into the advice's team (the
-    caller must be allowed to submit there); the job links the advice."""
+    caller must be allowed to submit there), exclusive (`resources.exclusive`: it holds its hosts whole, so no
+    other job's load moves the measurement); the job links the advice."""
     advice = visible_advice(session, caller, advice_id)
     team = advice_team(session, advice, team)
     result = answer(advice)
@@ -223,16 +251,19 @@ def submit_from_advice(
     except SpecError as exc:
         raise FieldErrors.one(exc.field, exc.message) from exc
     data: dict[str, Any] = chosen.model_dump(mode="json")
+    data["resources"]["exclusive"] = True  # its measured samples/s is set beside the prediction: the executor's alone
     return submit_job(session, caller, data, settings, team, advice_id=advice.id)
 
 
 def prediction_for_job(session: Session, caller: Caller, job_id: int) -> PredictionCheck | None:
-    """The job page's row: the job's advice's prediction against its measurement (None: not from an advice)."""
-    job = session.get(Job, job_id)
-    if job is None or job.advice_id is None or job.kind != JobKind.TRAIN:
+    """The job's advice's prediction against its measurement, for the job's page, its API answer and `sfumato show`
+    (None: not from an advice); 404 for a job the caller may not see."""
+    job = get_visible_job(session, caller, job_id)
+    if job.advice_id is None or job.kind != JobKind.TRAIN:
         return None
     try:
         advice = visible_advice(session, caller, job.advice_id)
     except NotFound:  # the job's page is the job's team's; an advice the reader cannot see adds nothing to it
         return None
-    return next((c for c in checks(session, caller, advice, answer(advice)) if c.job_id == job_id), None)
+    found = checks(session, caller, advice, answer(advice), probe_warning(session, probe_job(session, advice.id)))
+    return next((c for c in found if c.job_id == job_id), None)

@@ -1,5 +1,5 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server, keygen) and the
-client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, advise, token, hosts,
+client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, advise, advice, token, hosts,
 experiment, service)."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.compare,
     jobs.export,
     advise.advise,
+    advise.advice,
 )
 
 app = typer.Typer(name="sfumato", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from server_harness import Harness, Headers
+from sqlalchemy import select
 
-from server.models import Job
+from server.models import Allocation, Device, Host, Job
 from tests.spec.advice_fixture import GIB, REPORT, SPEC_DATA
 
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -57,7 +58,19 @@ def test_the_answer_has_one_row_per_executor_and_marks_the_recommended_one(harne
     rows = {row["executor"]: row for row in body["answer"]["executors"]}
     assert body["state"] == "answered" and body["answer"]["recommended"] == "native"
     assert rows["native"]["recommended"] and rows["native"]["fits_budget"]
-    assert rows["lean_retain"]["reason"] == f"lean_retain 2.61{TIMES} but 20.0 GiB > 16.0 GiB budget"
+    assert rows["lean_retain"]["reason"] == f"lean_retain 2.61{TIMES} [2.03, 3.34] but 20.0 GiB > 16.0 GiB budget"
+
+
+def test_the_answer_gives_each_prediction_its_interval_over_the_probes_rounds(harness: Harness) -> None:
+    answer = answered(harness, budget=None)["answer"]
+    retain = next(row for row in answer["executors"] if row["executor"] == "lean_retain")
+    assert answer["rounds"] == 3 and len(retain["round_speedups"]) == 3
+    interval = retain["speedup_interval"]
+    assert (interval["low"], interval["high"]) == pytest.approx((2.032, 3.342), abs=1e-3)
+    low, high = retain["samples_per_s_interval"]["low"], retain["samples_per_s_interval"]["high"]
+    assert low < retain["samples_per_s"] < high
+    assert answer["recommended"] == "lean_retain"
+    assert answer["why"] == "lean_retain's speedup interval [2.03, 3.34] clears native's [1.00, 1.00]"
 
 
 def test_a_budget_below_every_prediction_is_a_200_naming_the_smallest_requirement(harness: Harness) -> None:
@@ -79,6 +92,7 @@ def test_a_job_submitted_from_the_advice_carries_the_chosen_executor(harness: Ha
     )
     assert response.status_code == 201, response.text
     assert (response.json()["executor"], response.json()["spec"]["executor"]["name"]) == ("lean_retain", "lean_retain")
+    assert response.json()["spec"]["resources"]["exclusive"] is True
     again = harness.client.get(f"/api/v1/advice/{advice['id']}", headers=harness.admin).json()
     assert [(c["job_id"], c["executor"]) for c in again["submitted"]] == [(response.json()["id"], "lean_retain")]
     assert again["submitted"][0]["predicted_samples_per_s"] == pytest.approx(8 / 49.5)
@@ -192,3 +206,46 @@ def test_a_job_page_whose_advice_the_reader_cannot_see_opens_without_the_predict
     form = {"token": token, "csrf_token": csrf.group(1)}
     assert harness.client.post("/login", data=form, follow_redirects=False).status_code == 303
     assert harness.client.get(f"/jobs/{studio_job}").status_code == 200
+
+
+def _submitted_beside(harness: Harness, other_runs_there: bool) -> tuple[int, dict[str, Any]]:
+    """A job submitted from an answered advice, started on the probe's host; another job holds a device there while
+    it runs when ``other_runs_there``. Returns the job's id and GET /api/v1/jobs/{id}/prediction."""
+    advice = answered(harness)
+    with harness.session() as session:
+        host_id = session.scalars(select(Host.id).where(Host.name == "cpu-box")).one()
+    job_id = harness.client.post(
+        f"/api/v1/advice/{advice['id']}/submit", json={"executor": "native"}, headers=harness.admin
+    ).json()["id"]
+    harness.start_job(job_id, host_id=host_id)  # on the host's first device
+    if other_runs_there:
+        neighbour = harness.submit_ok({**SPEC_DATA, "name": "neighbour"})
+        harness.start_job(neighbour)
+        with harness.session() as session:  # on its second
+            second = session.scalars(select(Device.id).where(Device.host_id == host_id, Device.index == 1)).one()
+            session.add(Allocation(job_id=neighbour, attempt=1, device_id=second, host_id=host_id))
+            session.commit()
+    response = harness.client.get(f"/api/v1/jobs/{job_id}/prediction", headers=harness.admin)
+    assert response.status_code == 200, response.text
+    return job_id, response.json()
+
+
+def test_a_job_from_an_advice_that_ran_beside_another_job_carries_the_shared_warning(harness: Harness) -> None:
+    job_id, prediction = _submitted_beside(harness, other_runs_there=True)
+    assert (prediction["job_id"], prediction["executor"]) == (job_id, "native")
+    assert prediction["shared_warning"] == (
+        "the job ran while 1 other job(s) held devices on cpu-box: its samples/s is not native's alone"
+    )
+    advice = harness.client.get(f"/api/v1/advice/{prediction['advice_id']}", headers=harness.admin).json()
+    assert advice["submitted"][0]["shared_warning"] == prediction["shared_warning"]
+
+
+def test_a_job_from_an_advice_that_ran_alone_has_no_shared_warning(harness: Harness) -> None:
+    _, prediction = _submitted_beside(harness, other_runs_there=False)
+    assert prediction["shared_warning"] is None and prediction["predicted_samples_per_s"] == pytest.approx(8 / 129)
+
+
+def test_a_job_not_submitted_from_an_advice_has_a_null_prediction(harness: Harness) -> None:
+    job_id = harness.submit_ok(SPEC_DATA)
+    response = harness.client.get(f"/api/v1/jobs/{job_id}/prediction", headers=harness.admin)
+    assert response.status_code == 200 and response.json() is None

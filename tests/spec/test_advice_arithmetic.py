@@ -1,4 +1,5 @@
-"""The advice's arithmetic (trainer/spec/advice.py) against a hand-computed fixture.
+"""The advice's arithmetic (trainer/spec/advice.py), the prediction per executor and per timed round, against a
+hand-computed fixture (the recommendation from it: tests/server/test_advice_verdict.py).
 
 Spec: T = 6, K = 5, 2 prompts x group 4 = 8 rows on one rank, full fine-tuning, no KL, one inner epoch.
 Unit costs (F, F_g, B) at 1, 4 and 8 rows: (1, 1, 2), (2, 2, 4), (3, 3, 6) s; reward 0.125 s per sample,
@@ -7,6 +8,7 @@ optimizer 0.5 s, so the fixed time at n rows is n/8 + 0.5.
 - native, T·F(n) + K·(F_g + B)(n) + fixed: at (K=5, n=8) 18 + 45 + 1.5 = 64.5 s; its probe steps took twice
   the model at every point (calibration 2), so 129 s and 8/129 samples/s.
 - lean_retain, (T-K)·F(n) + K·(F_g + B)(n) + fixed: 3 + 45 + 1.5 = 49.5 s at calibration 1: speedup 129/49.5.
+- rounds: native's steps took 0.95, 1 and 1/0.95 of that in its three rounds, lean_retain's 1.05, 1 and 1/1.05.
 - memory: resident 10 GiB; native's step peak is 1 GiB per 4 rows whatever K (12 GiB at full size),
   lean_retain's K x rows / 4 GiB (at K=5, n=8: 10 GiB above resident, 20 GiB in all).
 """
@@ -15,61 +17,49 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spec.advice_fixture import GIB, REPORT, SPEC, native_model, points
-from trainer.spec.advice import advise, calibration, interpolated_costs
+from tests.spec.advice_fixture import GIB, NATIVE_ROUNDS, REPORT, RETAIN_ROUNDS, SPEC, native_model, points
+from trainer.spec.advice import ExecutorPrediction, calibration, interpolated_costs, predict
 from trainer.spec.cost_model import UnitCosts
 from trainer.spec.probe_report import ExecutorProbe
 from trainer.spec.probe_sizes import resized
 
-TIMES = "\N{MULTIPLICATION SIGN}"
 
-
-def rows(budget: int | None) -> dict[str, object]:
-    return {row.executor: row for row in advise(SPEC, REPORT, budget).executors}
+def rows() -> dict[str, ExecutorPrediction]:
+    return {row.executor: row for row in predict(SPEC, REPORT).executors}
 
 
 def test_native_step_time_is_the_cost_model_at_full_size_times_its_calibration() -> None:
-    native = rows(None)["native"]
+    native = rows()["native"]
     assert native.calibration == pytest.approx(2.0)
     assert native.step_seconds == pytest.approx(129.0)
     assert native.samples_per_s == pytest.approx(8 / 129)
 
 
 def test_speedup_is_over_natives_predicted_samples_per_s() -> None:
-    assert rows(None)["lean_retain"].speedup == pytest.approx(129 / 49.5)
+    assert rows()["lean_retain"].speedup == pytest.approx(129 / 49.5)
 
 
 def test_peak_memory_is_resident_plus_the_bilinear_step_peak_extrapolated_to_full_k_and_rows() -> None:
-    table = rows(None)
+    table = rows()
     assert table["native"].peak_memory_bytes == 12 * GIB
     assert table["lean_retain"].peak_memory_bytes == 20 * GIB
     assert table["lean_retain"].memory_by_trained[0] == 12 * GIB  # K = 1: 10 + 1 * 8 / 4
 
 
-def test_a_budget_below_retains_peak_recommends_the_fastest_that_fits() -> None:
-    answer = advise(SPEC, REPORT, 16 * GIB)
-    table = {row.executor: row for row in answer.executors}
-    assert not table["lean_retain"].fits_budget
-    assert table["lean_retain"].reason == f"lean_retain 2.61{TIMES} but 20.0 GiB > 16.0 GiB budget"
-    assert answer.recommended == "native" and table["native"].recommended
+def test_each_rounds_prediction_is_that_rounds_step_times_scaled_by_the_cost_model() -> None:
+    table = rows()
+    assert table["native"].round_samples_per_s == pytest.approx([8 / (129 * f) for f in NATIVE_ROUNDS])
+    assert table["lean_retain"].round_samples_per_s == pytest.approx([8 / (49.5 * f) for f in RETAIN_ROUNDS])
 
 
-def test_without_a_budget_the_fastest_is_recommended() -> None:
-    answer = advise(SPEC, REPORT, None)
-    assert answer.recommended == "lean_retain"
-    assert answer.summary == f"recommended: lean_retain 2.61{TIMES}, 20.0 GiB, bitwise exact"
+def test_each_rounds_speedup_pairs_the_executor_with_natives_same_round() -> None:
+    expected = [129 * native / (49.5 * retain) for native, retain in zip(NATIVE_ROUNDS, RETAIN_ROUNDS, strict=True)]
+    assert rows()["lean_retain"].round_speedups == pytest.approx(expected)
 
 
-def test_no_fit_names_the_smallest_requirement() -> None:
-    answer = advise(SPEC, REPORT, GIB)
-    assert (answer.fits, answer.recommended) == (False, None)
-    assert answer.summary == "no executor fits 1.0 GiB; the smallest requirement is native at 12.0 GiB"
-
-
-def test_a_failed_probe_is_its_rows_reason_and_the_others_still_answer() -> None:
-    jagg = rows(None)["jagg"]
-    assert (jagg.samples_per_s, jagg.fits_budget, jagg.recommended) == (None, False, False)
-    assert jagg.reason == "jagg: no prediction, probe failed at K=4, 1 prompt(s): out of memory"
+def test_a_failed_probe_is_its_rows_error_and_the_others_still_predict() -> None:
+    jagg = rows()["jagg"]
+    assert (jagg.samples_per_s, jagg.error) == (None, "probe failed at K=4, 1 prompt(s): out of memory")
 
 
 def test_unit_costs_between_and_beyond_the_measured_rows_are_linear_in_the_nearest_two() -> None:
@@ -94,7 +84,7 @@ UNEVEN = REPORT.model_copy(
 
 def test_a_probe_points_prediction_is_its_measurement() -> None:
     at_point = resized(SPEC, 4, 1)  # K = 4, one prompt of 4 rows
-    native = advise(at_point, UNEVEN, None).executors[0]
+    native = predict(at_point, UNEVEN).executors[0]
     assert native.step_seconds == pytest.approx(3.0 * native_model(4, 4))
 
 

@@ -1,16 +1,19 @@
-"""The advice: every executor's step time and peak memory at the spec's full size, predicted from a probe.
+"""The advice's arithmetic: every executor's step time and peak memory at the spec's full size, predicted from a
+probe, once per timed round.
 
-Torch-free, so the server computes the answer it shows (and the bench checks the same arithmetic). Per executor
-(docs/advisor.md):
+Torch-free, so the server computes the answer it shows from it (server/services/advice_verdict.py: the intervals
+and the recommendation) and the bench checks the same arithmetic. Per executor (docs/advisor.md):
 
 - time: the cost model (trainer/spec/cost_model.py) at the probe's measured unit costs, plus the reward phase
   (per sample × rows) and one optimizer step, plus the measured sync; scaled by the executor's calibration c,
   measured step time / that same formula at each probe point, interpolated bilinearly to the full K and rows
   and held at the nearest probed size beyond them (so a probe point's prediction is its measurement);
-- samples/s: the step's global samples / predicted step seconds (the throughput metric's own definition);
+- one prediction per round: round r's calibration uses round r's step time at every probe point (the probe ran
+  round r of every executor back to back), so round r's speedup pairs two executors timed side by side;
+- samples/s: the step's global samples / predicted step seconds (the throughput metric's own definition), the
+  geometric mean over the rounds; the speedup is its ratio to native's (the geometric mean of the rounds' ones);
 - peak memory: resident bytes + the step peak, interpolated bilinearly through the four probe points
-  (K ∈ {K₁, K₂} × rows ∈ {n₁, n₂}) and extrapolated to the full K and rows;
-- the recommendation: the fastest row that fits the budget; rows within TIE of it prefer an exact class.
+  (K ∈ {K₁, K₂} × rows ∈ {n₁, n₂}) and extrapolated to the full K and rows.
 """
 
 from __future__ import annotations
@@ -26,40 +29,27 @@ from trainer.spec.job import JobSpec
 from trainer.spec.probe_report import Exactness, ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
 from trainer.spec.probe_sizes import resized, trained_steps
 
-TIE = 0.05  # predicted speeds this close count as equal (below the prediction's own error)
-EXACT_CLASSES = ("E0", "E1")
-GIB = 2**30
 
-
-class ExecutorAdvice(BaseModel):
+class ExecutorPrediction(BaseModel):
     executor: str
     step_seconds: float | None = None
     samples_per_s: float | None = None
     speedup: float | None = None  # over native's predicted samples/s on the same spec
     peak_memory_bytes: int | None = None
-    fits_budget: bool = False
     exactness: Exactness | None = None
     gradient_rel_l2: float | None = None
     gradient_cosine: float | None = None
     calibration: float | None = None  # measured / cost model at the probe's sizes
     memory_by_trained: list[int] = []  # predicted peak memory at K = 1, 2, …, T−1
-    recommended: bool = False
-    reason: str
+    round_samples_per_s: list[float] = []  # the prediction from each timed round alone
+    round_speedups: list[float] = []  # each round's over native's same round; none when their rounds differ
     error: str | None = None
 
 
-class Advice(BaseModel):
-    executors: list[ExecutorAdvice]
-    recommended: str | None
-    fits: bool
-    summary: str
-    budget_bytes: int | None
+class Prediction(BaseModel):
+    executors: list[ExecutorPrediction]
     trained: int
     samples_per_step: int
-
-
-def size_text(value: int) -> str:
-    return f"{value / GIB:.1f} GiB" if value >= GIB else f"{value / 2**20:.1f} MiB"
 
 
 def interpolated_costs(measured: Sequence[MeasuredUnitCosts]) -> Costs:
@@ -92,16 +82,34 @@ def modelled_seconds(spec: JobSpec, name: str, report: ProbeReport, rows: int, s
     return step_cost(spec, options_for(spec, name), interpolated_costs(report.unit_costs), rows, fixed) + sync
 
 
-def calibration(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport, trained: int, rows: int) -> float:
-    """Measured step seconds / the cost model's at the same size, per probe point, interpolated bilinearly to
-    (``trained``, ``rows``) and held at the nearest probe size beyond them: at a probe point the prediction is that
-    point's measurement; beyond the grid the cost model alone scales it (a ratio of noisy times is not extrapolated)."""
-    ratios = {}
+def round_calibrations(
+    spec: JobSpec, probe: ExecutorProbe, report: ProbeReport, trained: int, rows: int
+) -> list[float]:
+    """Per timed round: measured step seconds / the cost model's at the same size, per probe point, interpolated
+    bilinearly to (``trained``, ``rows``) and held at the nearest probe size beyond them: at a probe point the
+    prediction is that point's measurement; beyond the grid the cost model alone scales it (a ratio of noisy times
+    is not extrapolated). ValueError when the points timed different numbers of rounds."""
+    modelled = {}
     for point in probe.points:
         at = resized(spec, point.trained, point.prompts, options_for(spec, probe.name))
-        modelled = modelled_seconds(at, probe.name, report, point.rows, point.sync_seconds)
-        ratios[(point.trained, point.rows)] = point.step_seconds / modelled
-    return bilinear(ratios, trained, rows, extrapolate=False)
+        modelled[(point.trained, point.rows)] = modelled_seconds(at, probe.name, report, point.rows, point.sync_seconds)
+    counts = {len(point.rounds()) for point in probe.points}
+    if len(counts) != 1:
+        raise ValueError(f"the probe points timed different numbers of rounds ({sorted(counts)})")
+    return [
+        bilinear(
+            {(p.trained, p.rows): p.rounds()[r] / modelled[(p.trained, p.rows)] for p in probe.points},
+            trained,
+            rows,
+            extrapolate=False,
+        )
+        for r in range(counts.pop())
+    ]
+
+
+def calibration(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport, trained: int, rows: int) -> float:
+    """The rounds' calibrations' geometric mean: the factor the predicted step time carries."""
+    return statistics.geometric_mean(round_calibrations(spec, probe, report, trained, rows))
 
 
 def axis_weights(values: Sequence[int], at: float) -> dict[int, float]:
@@ -133,101 +141,56 @@ def predicted_memory(points: Sequence[ProbePoint], resident: int, trained: int, 
     return resident + max(0, round(step_peak(points, trained, rows)))
 
 
-def exactness_text(row: ExecutorAdvice) -> str:
-    if row.exactness == "E0":
-        return "bitwise exact"
-    if row.exactness == "E1":
-        bound = f"{row.gradient_rel_l2:.0e}" if row.gradient_rel_l2 is not None else "1e-05"
-        return f"exact to {bound}"
-    cosine = f" (gradient cosine {row.gradient_cosine:.3f})" if row.gradient_cosine is not None else ""
-    return f"approximate{cosine}"
-
-
-def reason(row: ExecutorAdvice, budget: int | None) -> str:
-    """The verdict in one sentence, e.g. 'lean_retain 1.31× but 46.0 GiB > 40.0 GiB budget'."""
-    if row.error is not None and row.peak_memory_bytes is None:
-        return f"{row.executor}: no prediction, {row.error}"
-    speed = f"{row.speedup:.2f}×" if row.speedup is not None else "(no native row to compare with)"
-    memory = size_text(row.peak_memory_bytes or 0)
-    if not row.fits_budget and budget is not None:
-        return f"{row.executor} {speed} but {memory} > {size_text(budget)} budget"
-    return f"{row.executor} {speed}, {memory}, {exactness_text(row)}"
-
-
-def executor_row(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport) -> ExecutorAdvice:
-    """One executor's prediction at full size (speedup and verdict are filled in against the others)."""
+def executor_row(spec: JobSpec, probe: ExecutorProbe, report: ProbeReport) -> ExecutorPrediction:
+    """One executor's prediction at full size, per round and over the rounds (speedups are filled in against
+    native's)."""
     base = {
         "executor": probe.name,
         "exactness": probe.exactness,
         "gradient_rel_l2": probe.gradient_rel_l2,
         "gradient_cosine": probe.gradient_cosine,
-        "reason": "",
     }
     if not probe.points:
-        return ExecutorAdvice(**base, error=probe.error or "the probe measured no step")
+        return ExecutorPrediction(**base, error=probe.error or "the probe measured no step")
     algo = spec.algorithm
     rows = algo.prompts_per_step * algo.group_size // report.world_size
     full = trained_steps(spec)
     try:
-        factor = calibration(spec, probe, report, full, rows)
+        factors = round_calibrations(spec, probe, report, full, rows)
         sync = statistics.mean(p.sync_seconds for p in probe.points)
-        seconds = factor * modelled_seconds(spec, probe.name, report, rows, sync)
+        modelled = modelled_seconds(spec, probe.name, report, rows, sync)
         by_k = [predicted_memory(probe.points, report.resident_bytes, k, rows) for k in range(1, algo.sampling_steps)]
         peak = predicted_memory(probe.points, report.resident_bytes, full, rows)
     except ValueError as exc:
-        return ExecutorAdvice(**base, error=probe.error or str(exc))
+        return ExecutorPrediction(**base, error=probe.error or str(exc))
     samples = algo.prompts_per_step * algo.group_size
-    return ExecutorAdvice(
+    rounds = [samples / (factor * modelled) for factor in factors]
+    factor = statistics.geometric_mean(factors)
+    return ExecutorPrediction(
         **base,
-        step_seconds=seconds,
-        samples_per_s=samples / seconds,
+        step_seconds=factor * modelled,
+        samples_per_s=samples / (factor * modelled),
         peak_memory_bytes=peak,
         calibration=factor,
         memory_by_trained=by_k,
+        round_samples_per_s=rounds,
         error=probe.error,
     )
 
 
-def recommend(rows: Sequence[ExecutorAdvice]) -> ExecutorAdvice | None:
-    """The fastest row that fits; a row within TIE of it with an exact class goes before an approximate one."""
-    fitting = [r for r in rows if r.fits_budget and r.samples_per_s is not None]
-    if not fitting:
-        return None
-    fastest = max(r.samples_per_s or 0.0 for r in fitting)
-    close = [r for r in fitting if (r.samples_per_s or 0.0) >= fastest * (1 - TIE)]
-    return max(close, key=lambda r: (r.exactness in EXACT_CLASSES, r.samples_per_s or 0.0))
-
-
-def advise(spec: JobSpec, report: ProbeReport, budget_bytes: int | None) -> Advice:
-    """The answer: one row per probed executor, the recommendation, and a summary sentence."""
+def predict(spec: JobSpec, report: ProbeReport) -> Prediction:
+    """One row per probed executor; each predicted row's speedup over native's, overall and round by round."""
     rows = [executor_row(spec, probe, report) for probe in report.executors]
     native = next((r for r in rows if r.executor == "native" and r.samples_per_s), None)
     for row in rows:
-        if row.samples_per_s is not None:
-            row.speedup = row.samples_per_s / native.samples_per_s if native and native.samples_per_s else None
-            row.fits_budget = budget_bytes is None or (row.peak_memory_bytes or 0) <= budget_bytes
-        row.reason = reason(row, budget_bytes)
-    chosen = recommend(rows)
-    if chosen is not None:
-        chosen.recommended = True
-        summary = f"recommended: {chosen.reason}"
-    else:
-        predicted = [r for r in rows if r.peak_memory_bytes is not None]
-        smallest = min(predicted, key=lambda r: r.peak_memory_bytes or 0, default=None)
-        budget = size_text(budget_bytes) if budget_bytes is not None else "the budget"
-        summary = (
-            f"no executor fits {budget}; the smallest requirement is {smallest.executor} at "
-            f"{size_text(smallest.peak_memory_bytes or 0)}"
-            if smallest
-            else "no executor could be probed"
-        )
+        if row.samples_per_s is None or native is None or not native.samples_per_s:
+            continue
+        row.speedup = row.samples_per_s / native.samples_per_s
+        if len(row.round_samples_per_s) == len(native.round_samples_per_s):
+            row.round_speedups = [
+                mine / theirs for mine, theirs in zip(row.round_samples_per_s, native.round_samples_per_s, strict=True)
+            ]
     algo = spec.algorithm
-    return Advice(
-        executors=rows,
-        recommended=chosen.executor if chosen else None,
-        fits=chosen is not None,
-        summary=summary,
-        budget_bytes=budget_bytes,
-        trained=trained_steps(spec),
-        samples_per_step=algo.prompts_per_step * algo.group_size,
+    return Prediction(
+        executors=rows, trained=trained_steps(spec), samples_per_step=algo.prompts_per_step * algo.group_size
     )

@@ -7,7 +7,7 @@ seconds of one optimizer step on one rank, every size in bytes.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -27,15 +27,27 @@ class MeasuredUnitCosts(BaseModel):
     decode: float = Field(0.0, ge=0, description="the VAE decode of the rollout's final latents (D)")
 
 
+MAX_ROUNDS = 64
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 class ProbePoint(BaseModel):
-    """One executor at one reduced size: trained steps K and rows per rank, its step time and step peak."""
+    """One executor at one reduced size: trained steps K and rows per rank, its step time and step peak.
+
+    ``round_seconds`` is the step time of each timed round, in round order: round r of every executor at this size
+    ran back to back (A B C, A B C, …), so the advice pairs them round by round for its intervals. A report
+    without them (an earlier probe) is one round of ``step_seconds``."""
 
     trained: int = Field(ge=1)
     prompts: int = Field(ge=1)
     rows: int = Field(ge=1)
-    step_seconds: float = Field(gt=0)
+    step_seconds: float = Field(gt=0, description="the median of the timed rounds")
+    round_seconds: list[Seconds] = Field(default_factory=list, max_length=MAX_ROUNDS)
     sync_seconds: float = Field(0.0, ge=0)
     peak_bytes: int = Field(ge=0, description="largest live bytes above the step's start")
+
+    def rounds(self) -> list[float]:
+        return self.round_seconds or [self.step_seconds]
 
 
 class ExecutorProbe(BaseModel):

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, status
 
-from server.api.deps import SessionDep, SettingsDep, UserCredentials, WriterDep, run_as_caller
-from server.schemas.advice import AdviceOut, AdviceSubmit, AdviseRequest
+from server.api.deps import JobId, SessionDep, SettingsDep, UserCredentials, WriterDep, run_as_caller
+from server.schemas.advice import AdviceOut, AdviceSubmit, AdviseRequest, PredictionCheck
 from server.schemas.common import ErrorBody
 from server.schemas.jobs import JobDetail
 from server.services import advice
@@ -58,3 +58,14 @@ def submit_from_advice(
 ) -> JobDetail:
     """Submit the advised spec with this executor; the job records the advice it came from."""
     return advice.submit_from_advice(session, caller, advice_id, body.executor, settings, team)
+
+
+@router.get(
+    "/jobs/{job_id}/prediction",
+    response_model=PredictionCheck | None,
+    responses={404: {"model": ErrorBody}},
+)
+async def get_prediction(request: Request, job_id: JobId, credentials: UserCredentials) -> PredictionCheck | None:
+    """A job submitted from an advice: the advice's prediction against the job's measurement, with the warning
+    when the job or the probe shared a host; null for a job not submitted from an advice."""
+    return await run_as_caller(request, credentials, advice.prediction_for_job, job_id)
