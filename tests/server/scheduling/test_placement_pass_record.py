@@ -1,8 +1,11 @@
 """What a scheduler pass records and decides beyond the first fit, on SQLite and PostgreSQL: the job event names the
 hosts (and pools) an attempt starts on, an exclusive job never shares a host with a job running there or placed
-earlier in the same pass, and a job no host could hold is told so even while a head of the queue waits."""
+earlier in the same pass, a job no host could hold is told so even while a head of the queue waits, and a node task
+carries what the worker's run_job task takes."""
 
 from __future__ import annotations
+
+import inspect
 
 from scheduler_passes import AddHost, AddJob, run_pass
 from sqlalchemy import select
@@ -11,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.models import JobEvent
 from server.services.hosts import DeviceInfo, register_host
 from server.services.placement_pass import NodeTask
+from worker.tasks import run_job
 
 L40S, H100 = "NVIDIA L40S", "NVIDIA H100 80GB HBM3"
 
@@ -73,3 +77,9 @@ def test_a_job_no_host_could_hold_is_told_so_while_a_head_of_the_queue_waits(
 
     assert report.waiting[head.id] == "needs 2 cpu devices; largest free host has 1"
     assert report.waiting[too_big.id] == "needs 3 cpu devices; the largest online host has 2"
+
+
+def test_a_node_task_carries_the_arguments_of_the_worker_s_run_job_task() -> None:
+    task = NodeTask(job_id=7, attempt=2, node_rank=1, host="alpha", queue="host.alpha")
+    bound = inspect.signature(run_job.run).bind(**task.task_kwargs())
+    assert bound.arguments == {"job_id": 7, "attempt": 2, "node_rank": 1}
