@@ -38,6 +38,10 @@ class Job(_Model):
     nodes: int = 1
     attempt: int = 0
     max_attempts: int = 1
+    max_platform_restarts: int = 0
+    retries_after_failure: int = 0
+    platform_restarts: int = 0
+    attempts_summary: str = ""  # the server's words for the three counts above
     owner: str | None = None
     team: str | None = None
     cancel_requested: bool = False
@@ -51,6 +55,7 @@ class Job(_Model):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    duration_s: float | None = None  # the time its trainer ran (services.job_duration on the server)
     spec: dict[str, Any] | None = None
     events: list[JobEvent] | None = None
 

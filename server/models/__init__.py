@@ -6,7 +6,7 @@ from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
 from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
-from server.models.job import Artifact, Job, JobEvent
+from server.models.job import Artifact, Job, JobAttempt, JobEvent
 from server.models.reward_probe import RewardProbe
 from server.models.service import RewardService
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
@@ -54,6 +54,7 @@ __all__ = [
     "Host",
     "HostStatus",
     "Job",
+    "JobAttempt",
     "JobEvent",
     "JobStatus",
     "LogLine",

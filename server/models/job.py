@@ -1,11 +1,11 @@
-"""A training job, its status history, and the files it produced."""
+"""A training job, its status history, its attempts, and the files it produced."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.models.base import Base, utcnow
@@ -28,7 +28,8 @@ class Job(Base):
     devices: Mapped[int] = mapped_column(Integer)
     nodes: Mapped[int] = mapped_column(Integer, default=1)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
-    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)  # attempts ended by the job's own failures
+    max_platform_restarts: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"), index=True)
     token_hash: Mapped[str | None] = mapped_column(String(64), index=True)
@@ -69,6 +70,25 @@ class JobEvent(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     job: Mapped[Job] = relationship(back_populates="events")
+
+
+class JobAttempt(Base):
+    """One attempt of a job, from its placement to its end (services.job_attempts): when its trainer started and
+    was last seen running (a job's duration sums these intervals, services.job_duration), who ended it (the
+    platform or the job's own failure, services.attempt_counts), and node 0's job token, kept so that a reporter
+    of an attempt that is over is told so rather than refused as unknown."""
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (UniqueConstraint("job_id", "attempt", name="uq_job_attempts_job_attempt"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    token_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime)
+    ended_by: Mapped[str | None] = mapped_column(String(20))  # services.job_attempts.AttemptEnd
 
 
 class Artifact(Base):

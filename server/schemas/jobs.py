@@ -37,8 +37,21 @@ class JobSummary(ReadModel):
     devices: int
     nodes: int
     priority: int
-    attempt: int
-    max_attempts: int
+    attempt: int = Field(description="the attempt number: every placement of the job counts")
+    max_attempts: int = Field(description="retry.max_attempts: attempts the job's own failures may end")
+    max_platform_restarts: int = Field(description="retry.max_platform_restarts")
+    retries_after_failure: int = Field(
+        description="attempts of the current run that the job's own failure ended (its trainer killed by SIGKILL) "
+        "and that were retried"
+    )
+    platform_restarts: int = Field(
+        description="attempts of the current run that the platform ended (a worker or host restarted, shut down "
+        "or lost, a lost task, a platform part unreachable) and restarted; not counted against max_attempts"
+    )
+    attempts_summary: str = Field(
+        description="the attempt and both counts in words, as every face shows them, e.g. 'attempt 4 · 1 retry "
+        "after failure (max 2) · 2 restarts of the platform (max 10)'"
+    )
     owner: str | None
     team: str | None
     cancel_requested: bool
@@ -57,6 +70,10 @@ class JobSummary(ReadModel):
     created_at: UtcDatetime
     started_at: UtcDatetime | None
     finished_at: UtcDatetime | None
+    duration_s: float | None = Field(
+        description="seconds the job's trainer ran: each attempt from its start to the last moment the platform "
+        "saw it running (to now while it runs), summed; time queued and time the platform was down are not in it"
+    )
 
 
 class RewardReachability(BaseModel):

@@ -7,14 +7,13 @@ The API returns it as it is; the page and the CLI render it; nothing recomputes 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import Job
 from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
-from server.services import throughput
+from server.services import job_duration, throughput
 from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
@@ -39,8 +38,7 @@ DEFINITIONS = Definitions(
     "the lowest id, whatever the order of the ids; null when the set has no native job and none is named",
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
-    duration_s="from the job's running event (a retry's running event starts it again) to its end; to now "
-    "while it runs",
+    duration_s=job_duration.DEFINITION,
     shared_with="other jobs that held devices on a host this job held devices on, at an overlapping time",
     differences=DIFFERENCES_DEFINITION,
 )
@@ -72,19 +70,6 @@ def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> li
     return [found[i] for i in job_ids]
 
 
-def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
-def duration_s(started_at: datetime | None, finished_at: datetime | None) -> float | None:
-    """Seconds from the job's running event (which sets `started_at`; a retry sets it again) to its end; to now
-    while it has not ended. The job page and the jobs list show this too."""
-    if started_at is None:
-        return None
-    end = _aware(finished_at) if finished_at else datetime.now(UTC)
-    return max(0.0, (end - _aware(started_at)).total_seconds())
-
-
 def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference: int | None = None) -> Comparison:
     """One row per job, in the order asked, speedups over one reference (services.speedup_reference), and the
     spec fields that differ. Each figure is read for all the jobs at once, so the number of statements does not
@@ -95,6 +80,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
     ids = [job.id for job in jobs]
     currents = current_points_of_jobs(session, ids)
     speeds = throughput.samples_per_s(session, ids, currents)
+    durations = job_duration.durations_s(session, ids)
     figures = key_figures_of_jobs(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
     finals = latest_points_of_pairs(session, [(i, REWARD_KEY) for i in ids], currents)
     evals = eval_rewards_of_jobs(session, ids, currents)
@@ -134,7 +120,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
                 eval_step=job_evals.steps[-1] if job_evals.steps else None,
                 started_at=job.started_at,
                 ended_at=job.finished_at,
-                duration_s=duration_s(job.started_at, job.finished_at),
+                duration_s=durations[job.id],
                 shared_with=[
                     SharedHost(job_id=s.job_id, name=visible_names.get(s.job_id), host=s.host) for s in shared[job.id]
                 ],

@@ -17,8 +17,10 @@ from sqlalchemy.types import TypeEngine
 
 from server.models import JOB_STATES, Job
 from server.schemas.jobs import JobDetail, JobPage, JobSummary
+from server.services.attempt_counts import JobLimits, attempt_counts
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
+from server.services.job_duration import durations_s
 from server.services.reward_reachability import job_reward_reachability
 from server.services.root_cause import root_cause
 from server.services.scoping import VISIBLE_JOB, visibility
@@ -26,7 +28,9 @@ from server.services.sql_text import column_types, rows_as_dicts, select_text
 from server.services.throughput import samples_per_s
 
 # samples/s is not a column: services.throughput computes it, as for the compare answer.
-_SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in ("owner", "team", "samples_per_s", "root_cause"))
+_COMPUTED = ("owner", "team", "samples_per_s", "root_cause", "retries_after_failure", "platform_restarts",
+             "attempts_summary", "duration_s")  # fmt: skip
+_SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in _COMPUTED)
 _SUMMARIES = TypeAdapter(list[JobSummary])
 _JOB = Job.__table__.c
 _NAMES = {"owner": String, "team": String}
@@ -133,6 +137,7 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
     for row in rows:
         row["samples_per_s"] = speeds[row["id"]]
         row["root_cause"] = root_cause(row["error"])
+    _add_attempt_figures(session, rows)
     return JobPage(items=_SUMMARIES.validate_python(rows), total=total, limit=limit, offset=offset)
 
 
@@ -148,4 +153,18 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job["samples_per_s"] = samples_per_s(session, [job_id])[job_id]
     job["root_cause"] = root_cause(job["error"])
     job["reward_reachability"] = job_reward_reachability(session, job_id)
+    _add_attempt_figures(session, [job])
     return JobDetail.model_validate(job)
+
+
+def _add_attempt_figures(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Each job row's attempt counts (services.attempt_counts) and duration (services.job_duration)."""
+    limits = [JobLimits(r["id"], r["attempt"], r["max_attempts"], r["max_platform_restarts"]) for r in rows]
+    counts = attempt_counts(session, limits)
+    durations = durations_s(session, [row["id"] for row in rows])
+    for row in rows:
+        count = counts[row["id"]]
+        row["retries_after_failure"] = count.retries_after_failure
+        row["platform_restarts"] = count.platform_restarts
+        row["attempts_summary"] = count.summary
+        row["duration_s"] = durations[row["id"]]

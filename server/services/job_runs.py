@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobStatus, LogLine, utcnow
 from server.models.host import POOLS
 from server.services.allocations import release_idle_allocations
+from server.services.job_attempts import AttemptEnd, mark_seen, mark_started, record_token
 from server.services.job_status import set_status
 from server.services.node_tokens import node_token
 from server.services.retry_policy import retry_or_fail
@@ -133,6 +134,7 @@ def start_run(
     if node_rank == 0:  # only global rank 0 reports, and it runs on node 0
         token = new_token(JOB_TOKEN_PREFIX)
         job.token_hash = hash_token(token)
+        record_token(session, job, job.token_hash)
         scoring = new_token(REWARD_TOKEN_PREFIX)
         job.reward_token_hash = hash_token(scoring)
     else:  # its ranks score their own samples, so a reward service must know them too
@@ -209,6 +211,7 @@ def mark_running(session: Session, job_id: int, attempt: int, node_rank: int, ho
         allocation.started_at = allocation.started_at or now
     if job.status == JobStatus.SCHEDULED:
         set_status(session, job, JobStatus.RUNNING, f"started on {host_name}")
+    mark_started(session, job)
     return True
 
 
@@ -223,10 +226,12 @@ def append_logs(session: Session, job_id: int, attempt: int, node_rank: int, lin
 
 def stop_reason(session: Session, job_id: int, attempt: int) -> str | None:
     """Why a running node should stop now: cancel requested, its attempt is over (a node lost, the job
-    requeued), or another node of the attempt failed; None to go on."""
+    requeued), or another node of the attempt failed; None to go on. The worker asks every second while its
+    trainer runs, so asking also marks the attempt seen running now (services.job_attempts)."""
     job = session.get(Job, job_id, populate_existing=True)
     if job is None or job.attempt != attempt or job.status not in PLACED_STATES:
         return STOP_SUPERSEDED
+    mark_seen(session, job_id, attempt)
     if job.cancel_requested:
         return STOP_CANCEL
     failed_peer = session.scalar(
@@ -263,6 +268,7 @@ def finish_run(
         allocation.released_at = now
     if job.attempt != attempt or job.status in TERMINAL_STATES or job.status == JobStatus.QUEUED:
         return None
+    mark_seen(session, job_id, attempt)  # its trainer ran until now
     where = f"{host_name} (node {node_rank})"
     if stopped_for == STOP_CANCEL:
         release_idle_allocations(session, job.id)
@@ -270,7 +276,7 @@ def finish_run(
     elif stopped_for == STOP_SHUTDOWN:
         retry_or_fail(session, job, f"worker on host {host_name} shut down")
     elif killed_by_sigkill(exit_code, log_tail):
-        retry_or_fail(session, job, f"trainer on {where} was killed by SIGKILL (out of memory?)")
+        retry_or_fail(session, job, f"trainer on {where} was killed by SIGKILL (out of memory?)", AttemptEnd.FAILURE)
     elif met_platform_outage(exit_code, log_tail):
         retry_or_fail(session, job, f"trainer on {where} met a {outage_line(log_tail)}")
     else:

@@ -1,6 +1,6 @@
 """The one place a job changes status, so every change follows the transition table and leaves a job event
-behind, a job that is no longer placed holds no job token, and a job to place or devices freed wake the
-scheduler."""
+behind, an attempt is opened when the job is placed and closed when it is no longer placed (services.job_attempts),
+a job that is no longer placed holds no job token, and a job to place or devices freed wake the scheduler."""
 
 from collections.abc import Sequence
 
@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from server.models import JOB_TRANSITIONS, PLACED_STATES, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
 from server.services.errors import Conflict
+from server.services.job_attempts import AttemptEnd, close_attempt, current_attempt
 from server.services.scheduler_wakeup import wake_scheduler
 
 
@@ -19,10 +20,24 @@ class IllegalTransition(Conflict):
         super().__init__(f"job {job_id} cannot go from {current} to {wanted}; from {current} it may go to: {allowed}")
 
 
-def set_status(session: Session, job: Job, status: JobStatus, message: str | None = None) -> None:
-    """Move `job` to `status`; IllegalTransition when the table does not allow it from the job's status."""
+def set_status(
+    session: Session,
+    job: Job,
+    status: JobStatus,
+    message: str | None = None,
+    *,
+    ended_by: AttemptEnd = AttemptEnd.PLATFORM,
+) -> None:
+    """Move `job` to `status`; IllegalTransition when the table does not allow it from the job's status.
+
+    A placed job sent back to the queue ends its attempt `ended_by` (the platform unless the caller says it was
+    the job's own failure); one that ends (succeeded, failed, cancelled) ends it as finished."""
     if status not in JOB_TRANSITIONS[JobStatus(job.status)]:
         raise IllegalTransition(job.id, job.status, status)
+    if job.status in PLACED_STATES and status not in PLACED_STATES:
+        close_attempt(session, job, AttemptEnd.FINISHED if status in TERMINAL_STATES else ended_by)
+    elif status == JobStatus.SCHEDULED:
+        current_attempt(session, job)  # the placement's new attempt begins
     _record(session, job, status, message)
 
 

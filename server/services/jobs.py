@@ -92,6 +92,7 @@ def add_jobs(
             devices=spec.resources.devices,
             nodes=spec.resources.nodes,
             max_attempts=spec.retry.max_attempts,
+            max_platform_restarts=spec.retry.max_platform_restarts,
             total_steps=spec.algorithm.total_steps,  # known from the spec: a queued job shows "0 of N steps"
             owner_id=caller.user_id,
             team_id=team_id,

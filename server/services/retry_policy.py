@@ -1,33 +1,28 @@
-"""What an infrastructure failure does to a job: back to the queue while attempts remain, else failed.
+"""What an infrastructure failure does to a job: back to the queue while its limit allows, else failed.
 
-An infrastructure failure is anything but the trainer's own error: a lost host, a worker restarted or shut
-down, a trainer killed by SIGKILL, a node that never started, a host an admin disabled.
+An infrastructure failure is anything but the trainer's own error. Most are the platform's own: a lost host, a
+worker restarted or shut down, a node that never started, a host an admin disabled, a platform part unreachable
+(the trainer's exit code 75). Those are restarts of the platform, bounded by `retry.max_platform_restarts`. One is
+the job's own failure that a retry may cure: its trainer killed by SIGKILL (out of memory?), bounded by
+`retry.max_attempts`. The two are counted apart (services.attempt_counts), so the platform restarting does not
+use up the attempts a job has for its own failures.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import PLACED_STATES, Allocation, Host, Job, JobEvent, JobStatus, utcnow
+from server.models import PLACED_STATES, Allocation, Host, Job, JobStatus, utcnow
 from server.services.allocations import release_idle_allocations
+from server.services.attempt_counts import JobLimits, attempt_counts
+from server.services.job_attempts import AttemptEnd
 from server.services.job_status import set_status
 
 
-def started_attempts(session: Session, job_id: int) -> int:
-    """How many times the trainer of a job started; an attempt that never ran does not count."""
-    return (
-        session.scalar(
-            select(func.count())
-            .select_from(JobEvent)
-            .where(JobEvent.job_id == job_id, JobEvent.status == JobStatus.RUNNING)
-        )
-        or 0
-    )
-
-
-def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
-    """An infrastructure failure: back to the queue while attempts remain, else failed. True if requeued.
+def retry_or_fail(session: Session, job: Job, reason: str, ended_by: AttemptEnd = AttemptEnd.PLATFORM) -> bool:
+    """An infrastructure failure, the platform's own or (`ended_by` FAILURE) the job's: back to the queue while
+    its limit allows, else failed. True if requeued.
 
     Either way the attempt is over: its other nodes find it so at their next poll and stop their process
     group, then free their devices (which stay held until then)."""
@@ -35,12 +30,25 @@ def retry_or_fail(session: Session, job: Job, reason: str) -> bool:
     if job.cancel_requested:
         set_status(session, job, JobStatus.CANCELLED, reason)
         return False
-    used = started_attempts(session, job.id)
-    if used < job.max_attempts:
-        job.error = None  # a node's error seen while the attempt was failing is not the job's
-        set_status(session, job, JobStatus.QUEUED, f"{reason}; retrying ({used} of {job.max_attempts} attempts used)")
-        return True
-    job.error = f"{reason}; no attempts left ({used} of {job.max_attempts} used)"
+    limits = JobLimits(job.id, job.attempt, job.max_attempts, job.max_platform_restarts)
+    counts = attempt_counts(session, [limits])[job.id]
+    if ended_by == AttemptEnd.FAILURE:
+        used = counts.retries_after_failure + 1  # this attempt's failure included
+        if used < job.max_attempts:
+            job.error = None  # a node's error seen while the attempt was failing is not the job's
+            message = f"{reason}; retrying ({used} of {job.max_attempts} attempts used)"
+            set_status(session, job, JobStatus.QUEUED, message, ended_by=AttemptEnd.FAILURE)
+            return True
+        job.error = f"{reason}; no attempts left ({used} of {job.max_attempts} used)"
+    else:
+        restart = counts.platform_restarts + 1
+        if restart <= job.max_platform_restarts:
+            job.error = None
+            message = f"{reason}; restarted by the platform ({restart} of {job.max_platform_restarts} restarts)"
+            set_status(session, job, JobStatus.QUEUED, message, ended_by=AttemptEnd.PLATFORM)
+            return True
+        used = counts.platform_restarts
+        job.error = f"{reason}; no platform restarts left ({used} of {job.max_platform_restarts} used)"
     set_status(session, job, JobStatus.FAILED, job.error)
     return False
 

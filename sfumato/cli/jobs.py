@@ -142,13 +142,14 @@ def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOpt
         "status": job.status + (f" ({job.wait_reason})" if job.wait_reason else ""),
         "algorithm / executor": f"{job.algorithm} / {job.executor}",
         "resources": f"{job.nodes} node(s) x {job.devices} {job.device_type}",
-        "attempt": f"{job.attempt} of {job.max_attempts}",
+        "attempt": job.attempts_summary,
         "step": steps(job.step, job.total_steps),
         "reward": number(job.last_reward),
         "samples/s": number(job.samples_per_s, 3),
         "owner / team": f"{job.owner or '-'} / {job.team or '-'}",
         "created": when(job.created_at),
         "finished": when(job.finished_at),
+        "duration": duration(job.duration_s),
     }
     if job.error:
         rows["cause"] = job.root_cause or job.error

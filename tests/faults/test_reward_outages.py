@@ -1,7 +1,7 @@
 """Outages of the platform's own parts do not fail the jobs that score through a reward service: its server killed
 with SIGKILL and restarted by the worker's supervisor, or the API restarted while the job scores, and every metric
-key of the run still has each step exactly once. A reward server gone for good ends each attempt as an
-infrastructure failure, retried as for a lost host, and the job fails naming the reward once attempts are used."""
+key of the run still has each step exactly once. A reward server gone for good ends each attempt as a restart of
+the platform, as for a lost host, and the job fails naming the reward once `retry.max_platform_restarts` are used."""
 
 from __future__ import annotations
 
@@ -154,22 +154,22 @@ def test_an_api_restart_while_a_job_scores_through_a_service_does_not_fail_it(
     assert_succeeded_with_every_step_once(cluster, postgres_url, job_id, API_RESTART_STEPS)
 
 
-def test_a_reward_server_gone_for_good_retries_the_job_as_for_a_lost_host_then_fails_it_naming_the_reward(
+def test_a_reward_server_gone_for_good_restarts_the_job_as_for_a_lost_host_then_fails_it_naming_the_reward(
     start_cluster: Callable[..., Cluster], postgres_url: str, redis_url: str
 ):
     cluster = start_cluster(postgres_url, redis_url, {"alpha": 1}, **SETTINGS)
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there, now or later
     reward = {"name": "remote", "url": url, "timeout_s": 2, "outage_window_s": 2}
-    job_id = cluster.submit(tiny_spec(3, samples={"count": 0}, reward=[reward], retry={"max_attempts": 2}))
+    job_id = cluster.submit(tiny_spec(3, samples={"count": 0}, reward=[reward], retry={"max_platform_restarts": 1}))
 
     done = cluster.wait_done(job_id, timeout=240)
     assert done["status"] == "failed" and done["attempt"] == 2
     queued = [e["message"] for e in done["events"] if e["status"] == "queued"]
     assert any(
         "met a platform outage: RewardServerUnreachable: reward 'remote' at " + url in message
-        and message.endswith("; retrying (1 of 2 attempts used)")
+        and message.endswith("; restarted by the platform (1 of 1 restarts)")
         for message in queued
     ), queued
     assert done["error"].startswith("trainer on ")
     assert f"met a platform outage: RewardServerUnreachable: reward 'remote' at {url}: no answer for" in done["error"]
-    assert done["error"].endswith("; no attempts left (2 of 2 used)")
+    assert done["error"].endswith("; no platform restarts left (1 of 1 used)")

@@ -35,7 +35,7 @@ def test_a_two_node_job_runs_across_two_hosts_and_a_lost_node_retries_it_as_a_wh
     assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
     assert done["attempt"] == 2
     events = [(e["status"], e["message"]) for e in done["events"]]
-    assert ("queued", f"host {lost} lost; retrying (1 of 3 attempts used)") in events
+    assert ("queued", f"host {lost} lost; restarted by the platform (1 of 10 restarts)") in events
     assert all(status != "failed" for status, _ in events), events
     assert sorted((a["node_rank"], a["host"]) for a in done["allocations"] if a["attempt"] == 2) in (
         [(0, "alpha"), (1, "beta")],

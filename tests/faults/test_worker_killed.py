@@ -40,7 +40,7 @@ def test_a_killed_worker_s_job_resumes_on_the_other_host_from_its_checkpoint(
     assert done["attempt"] == 2
     assert {a["host"] for a in done["allocations"]} == {survivor}
     events = [(e["status"], e["message"]) for e in done["events"]]
-    assert ("queued", f"host {victim} lost; retrying (1 of 3 attempts used)") in events
+    assert ("queued", f"host {victim} lost; restarted by the platform (1 of 10 restarts)") in events
     with cluster.platform.client() as http:
         logs = [line["text"] for line in http.get(f"/api/v1/jobs/{job_id}/logs").json()["lines"]]
     assert any(line.startswith("resumed from") and "checkpoints/step-" in line for line in logs), logs

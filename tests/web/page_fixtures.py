@@ -30,6 +30,7 @@ from server.models import (
     Device,
     Host,
     Job,
+    JobAttempt,
     JobEvent,
     LogLine,
     Membership,
@@ -146,6 +147,10 @@ def make_job(session: Session, owner: User, team: Team | None, name: str, execut
     job = Job(name=name, spec=spec, owner_id=owner.id, team_id=team.id if team else None, **values)
     session.add(job)
     session.flush()
+    if job.started_at is not None:  # its attempt ran from its start to its end, as the worker records it
+        ended = job.finished_at
+        session.add(JobAttempt(job_id=job.id, attempt=job.attempt, started_at=job.started_at, last_seen_at=ended,
+                               ended_at=ended, ended_by="finished" if ended else None))  # fmt: skip
     return job
 
 

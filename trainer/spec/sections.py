@@ -245,4 +245,17 @@ class CheckpointSpec(Section):
 
 
 class RetrySpec(Section):
-    max_attempts: int = Field(3, ge=1, le=20, description="attempts for infrastructure failures")
+    max_attempts: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="attempts the job's own failures may end before it fails (its trainer killed by SIGKILL, "
+        "e.g. out of memory); a restart of the platform does not count",
+    )
+    max_platform_restarts: int = Field(
+        10,
+        ge=0,
+        le=100,
+        description="times the platform may restart the job after stopping it (a worker or host restarted, "
+        "shut down or lost, a lost task, a platform part unreachable) before it fails",
+    )

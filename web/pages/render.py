@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from server.api.page_session import PageSession, write_cookie
-from server.services.compare import duration_s
 from server.services.samples import image_url
 from server.services.side_by_side import SIDE_BY_SIDE_EXECUTORS
 
@@ -82,18 +81,12 @@ def stamp(value: datetime | None) -> str:
     return "—" if value is None else _utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def elapsed(job: Any) -> float | None:
-    """A job's duration as the compare answer defines it (services.compare.duration_s)."""
-    return duration_s(job.started_at, job.finished_at)
-
-
 templates.env.filters.update(ago=ago, duration=duration, num=num, gib=gib, stamp=stamp, times=times, size=size)
 templates.env.filters["json_pretty"] = lambda value: orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 # `tojson` through orjson (Jinja still makes the result safe inside HTML): the standard library's encoder was
 # a third of a job page's rendering time.
 templates.env.policies["json.dumps_function"] = lambda value: orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 templates.env.policies["json.dumps_kwargs"] = {}
-templates.env.globals["elapsed"] = elapsed
 # Sample images (and their thumbnails) come from the API's image route, reached with the page session cookie.
 templates.env.globals["sample_image_url"] = image_url
 templates.env.globals["side_by_side_executors"] = SIDE_BY_SIDE_EXECUTORS

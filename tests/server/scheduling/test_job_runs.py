@@ -303,7 +303,7 @@ def test_a_node_failing_because_its_peer_vanished_is_retried_once_the_peer_host_
 
     requeued = job(factory, first.job_id)
     assert (requeued.status, requeued.error) == ("queued", None)
-    assert _last_event(factory, first.job_id).startswith("host beta lost; retrying")
+    assert _last_event(factory, first.job_id).startswith("host beta lost; restarted by the platform")
 
 
 def _last_event(factory, job_id: int) -> str:

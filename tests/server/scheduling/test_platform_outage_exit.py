@@ -1,5 +1,6 @@
 """A trainer that exits because a platform part stayed unreachable (exit code 75, trainer/spec/exit_codes.py) is
-an infrastructure failure: retried from its checkpoint while attempts remain, then failed naming the reward."""
+a restart of the platform, not the job's failure: retried from its checkpoint while `retry.max_platform_restarts`
+allows, then failed naming the reward."""
 
 from __future__ import annotations
 
@@ -49,13 +50,13 @@ def events(factory: sessionmaker[Session], job_id: int) -> list[str]:
 def test_a_rank_that_met_a_platform_outage_sends_the_job_back_to_the_queue_naming_the_reward(
     factory, add_host, add_job, tmp_path
 ):
-    task = scheduled(factory, add_host, add_job, max_attempts=3)
+    task = scheduled(factory, add_host, add_job, max_platform_restarts=3)
 
     assert run_attempt(factory, task, tmp_path, TORCHRUN_ROOT_CAUSE_OUTAGE) == "queued"
     with factory() as session:
         assert session.get_one(Job, task.job_id).error is None
     assert events(factory, task.job_id)[-1].startswith(NAMED)
-    assert events(factory, task.job_id)[-1].endswith("; retrying (1 of 3 attempts used)")
+    assert events(factory, task.job_id)[-1].endswith("; restarted by the platform (1 of 3 restarts)")
 
 
 def test_the_retry_resumes_from_the_checkpoint_as_after_a_lost_host(factory, add_host, add_job, tmp_path):
@@ -71,13 +72,15 @@ def test_the_retry_resumes_from_the_checkpoint_as_after_a_lost_host(factory, add
     assert plan is not None and plan.resume
 
 
-def test_an_outage_on_the_last_attempt_fails_the_job_naming_the_reward(factory, add_host, add_job, tmp_path):
-    task = scheduled(factory, add_host, add_job, max_attempts=1)
+def test_an_outage_with_no_platform_restart_left_fails_the_job_naming_the_reward(
+    factory, add_host, add_job, tmp_path
+):
+    task = scheduled(factory, add_host, add_job, max_platform_restarts=0)
 
     assert run_attempt(factory, task, tmp_path, TORCHRUN_ROOT_CAUSE_OUTAGE) == "failed"
     with factory() as session:
         error = session.get_one(Job, task.job_id).error
-    assert error.startswith(NAMED) and error.endswith("; no attempts left (1 of 1 used)")
+    assert error.startswith(NAMED) and error.endswith("; no platform restarts left (0 of 0 used)")
 
 
 def test_a_trainer_run_without_torchrun_that_exits_75_is_an_outage_too(factory, add_host, add_job, tmp_path):

@@ -18,10 +18,12 @@ from server.services.retry_policy import requeue_interrupted_jobs
 from server.services.scheduler import schedule_once
 
 
-def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_attempts(factory, add_host: AddHost, add_job: AddJob):
+def test_jobs_on_a_lost_host_are_requeued_or_failed_when_out_of_platform_restarts(
+    factory, add_host: AddHost, add_job: AddJob
+):
     add_host("flaky", devices=2)
-    retried = add_job(devices=1)
-    exhausted = add_job(devices=1, max_attempts=1)
+    retried = add_job(devices=1, max_attempts=1)
+    exhausted = add_job(devices=1, max_platform_restarts=0)
     run_pass(factory)
     with factory.begin() as session:
         for started in (retried, exhausted):
