@@ -90,11 +90,12 @@ def bench_command(spec: Path, executors: list[str], rounds: int, warmup: int, ou
     # loads, which it has not yet here.
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    from trainer.bench import bench, markdown
+    from trainer.bench import bench, markdown, memory_markdown
 
     report = bench(spec, [name.strip() for name in executors if name.strip()], rounds, warmup)
     if os.environ.get("RANK", "0") == "0":
         print(markdown([report]))
+        print("\n" + memory_markdown([report]))
         if output is not None:
             output.write_text(json.dumps(report, indent=2))
     return 0

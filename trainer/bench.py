@@ -15,15 +15,15 @@ cost model's (trainer/spec/cost_model.py, one formula per executor) at these uni
 the executor's measured sync time (digenrl's: its gradient all-reduce and the weight push).
 Every rank runs one CPU thread, and keeps the host memory it frees (trainer/host_memory.py), as a GPU's
 caching allocator does.
-Peak memory is the largest live-tensor total above the step's start, from the torch
-profiler's allocation records (profile_memory), over one extra untimed step per executor;
-the maximum over ranks.
+Memory is the run's own definition (trainer/step_memory.py), read over one extra untimed step per executor:
+``peak_bytes`` the largest rise of live bytes above the step's start (CUDA's allocator peak after a reset, or
+the torch profiler's allocation records on the CPU), ``start_bytes`` what the step starts from, and the
+components by name; each the maximum over ranks.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +37,24 @@ from trainer.host_memory import keep_freed_memory
 from trainer.job import TrainingJob
 from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
-from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
 from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
 from trainer.spec.cost_model import UnitCosts, step_cost
+from trainer.step_memory import COMPONENTS, StepMemory, measure_step
+from trainer.timing import device_seconds
 
 PHASES = ("rollout", "reward", "train", "sync")
+MEMORY_METHOD = {
+    False: "start: the job's tensors; rise: torch profiler allocation records (profile_memory) above the step start",
+    True: "start: CUDA allocated bytes; rise: max_memory_allocated above the start after reset_peak_memory_stats",
+}
 REPEATS = 7
 
 
 def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float]]:
     """Median F, F_g and backward of one step forward, and D, at each row count (step 0, one prompt),
     measured round-robin across shapes so load drift spreads over all of them."""
-    family, denoiser = job.family, job.denoiser
+    family, denoiser, device = job.family, job.denoiser, job.dist.device
 
     def forward_of(rows: int) -> tuple[Any, torch.Tensor]:
         cond, uncond = job.conditioning(["a red apple"] * rows), job.unconditional(rows)
@@ -67,16 +72,16 @@ def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float
     samples: dict[int, dict[str, list[float]]] = {rows: {"F": [], "F_g": [], "B": [], "D": []} for rows in shapes}
     for _ in range(REPEATS):
         for rows, (forward, x) in forwards.items():
-            began = time.perf_counter()
+            began = device_seconds(device)
             with torch.no_grad():
                 forward()
-            graphed = time.perf_counter()
+            graphed = device_seconds(device)
             loss = forward()
-            backward = time.perf_counter()
+            backward = device_seconds(device)
             loss.backward()
-            done = time.perf_counter()
+            done = device_seconds(device)
             family.decode(x)
-            decoded = time.perf_counter()
+            decoded = device_seconds(device)
             samples[rows]["F"].append(graphed - began)
             samples[rows]["F_g"].append(backward - graphed)
             samples[rows]["B"].append(done - backward)
@@ -103,10 +108,10 @@ def optimizer_seconds(job: TrainingJob) -> float:
     state = job.optimizer.state_dict()
     for param in job.parameters:
         param.grad = torch.zeros_like(param)
-    began = time.perf_counter()
+    began = device_seconds(job.dist.device)
     torch.nn.utils.clip_grad_norm_(job.parameters, job.spec.algorithm.max_grad_norm)
     job.optimizer.step()
-    seconds = time.perf_counter() - began
+    seconds = device_seconds(job.dist.device) - began
     job.optimizer.load_state_dict(state)
     job.optimizer.zero_grad(set_to_none=True)
     with torch.no_grad():
@@ -147,7 +152,9 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
     counters = dict.fromkeys(names, 0)
     records: dict[str, list[dict[str, float]]] = {name: [] for name in names}
 
-    def one_step(name: str) -> dict[str, float]:
+    def one_step(name: str, memory: dict[str, StepMemory] | None = None) -> dict[str, float]:
+        """One step of ``name``; with ``memory``, its memory is measured into it (the step's time then counts
+        the measurement)."""
         counters[name] += 1
         batch = step_batch(
             pool,
@@ -160,17 +167,23 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
             EXECUTOR_CLASSES[name].layout,
         )
         distributed.barrier()
-        began = time.perf_counter()
-        metrics = executors[name].train_step(batch).metrics
+        began = device_seconds(distributed.device)
+        if memory is None:
+            metrics = executors[name].train_step(batch).metrics
+        else:
+            result, memory[name] = measure_step(job, lambda: executors[name].train_step(batch))
+            metrics = result.metrics
         distributed.barrier()
-        return {**metrics, "time/wall": time.perf_counter() - began}
+        return {**metrics, "time/wall": device_seconds(distributed.device) - began}
 
     for index in range(warmup + rounds):
         for name in names:
             metrics = one_step(name)
             if index >= warmup:
                 records[name].append(metrics)
-    peaks = {name: peak_step_bytes(lambda n=name: one_step(n)) for name in names}
+    memories: dict[str, StepMemory] = {}
+    for name in names:
+        one_step(name, memories)
 
     rows = algo.prompts_per_step * algo.group_size // distributed.world_size
     trained = algo.train_timesteps or algo.sampling_steps - 1
@@ -188,7 +201,9 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
             "step_seconds": wall,
             **phases,
             "samples_per_s": samples / wall,
-            "peak_bytes": peaks[name],
+            "peak_bytes": memories[name].rise,
+            "start_bytes": memories[name].start,
+            "memory": memories[name].components,
             "predicted_seconds": predicted_seconds(spec, options[name], costs, fixed, sync, rows),
             "executor_metrics": {
                 k: statistics.mean(m[k] for m in records[name]) for k in records[name][0] if k.startswith("executor/")
@@ -216,7 +231,7 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
         "b_measured": b,
         "batching": costs[rows]["F"] / (rows * costs[1]["F"]),  # a batch of `rows` against `rows` batches of 1
         "ideal_lean_speedup": ideal,
-        "memory_method": "torch profiler allocation records (profile_memory), peak live bytes above step start",
+        "memory_method": MEMORY_METHOD[distributed.device.type == "cuda"],
         "executors": summary,
     }
     distributed.barrier()
@@ -225,13 +240,17 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
 
 
 def reduce_over_ranks(summary: dict[str, Any], world: int) -> dict[str, Any]:
-    """Peak memory: the maximum over ranks (digenrl's trainer is not rank 0)."""
+    """Memory figures: the maximum over ranks (digenrl's trainer is not rank 0)."""
     if world == 1:
         return summary
     for result in summary.values():
-        peak = torch.tensor([float(result["peak_bytes"])])
-        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
-        result["peak_bytes"] = int(peak)
+        names = list(result["memory"])
+        figures = torch.tensor(
+            [float(result["peak_bytes"]), float(result["start_bytes"])] + [float(result["memory"][n]) for n in names]
+        )
+        dist.all_reduce(figures, op=dist.ReduceOp.MAX)
+        result["peak_bytes"], result["start_bytes"] = int(figures[0]), int(figures[1])
+        result["memory"] = {n: int(v) for n, v in zip(names, figures[2:].tolist(), strict=True)}
     return summary
 
 
@@ -248,5 +267,24 @@ def markdown(reports: list[dict[str, Any]]) -> str:
                 f"| {config} | {name} | {r['step_seconds']:.3f} | {r['time/rollout']:.3f} | {r['time/reward']:.3f} "
                 f"| {r['time/train']:.3f} | {r['time/sync']:.3f} | {r['samples_per_s']:.1f} "
                 f"| {r['peak_bytes'] / 2**20:.1f} | {r['speedup']:.2f}x | {r['bound']:.2f}x | {r['efficiency']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def memory_markdown(reports: list[dict[str, Any]]) -> str:
+    """Each executor's step memory by component (MiB), against the measured peak: start + the step's rise."""
+    lines = [
+        "| config | executor | " + " | ".join(COMPONENTS) + " | sum | measured peak | sum / peak |",
+        "|---|---|" + "---|" * (len(COMPONENTS) + 3),
+    ]
+    for report in reports:
+        config = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
+        for name, r in report["executors"].items():
+            parts = [r["memory"][c] for c in COMPONENTS]
+            peak = r["start_bytes"] + r["peak_bytes"]
+            cells = " | ".join(f"{v / 2**20:.2f}" for v in parts)
+            lines.append(
+                f"| {config} | {name} | {cells} | {sum(parts) / 2**20:.2f} | {peak / 2**20:.2f} "
+                f"| {sum(parts) / max(1, peak):.2f} |"
             )
     return "\n".join(lines)

@@ -33,6 +33,7 @@ from trainer.loss import PolicyTerms, clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
+from trainer.reference_policy import meta_skeleton, sharded_reference
 from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory, rollout, sample_noise
@@ -41,6 +42,8 @@ from trainer.sampling.sde_step import sde_step
 from trainer.sampling.step_grid import StepGrid
 from trainer.sharding import Sharding, choose_sharding, local_value, shard_module
 from trainer.spec import JobSpec, SpecError
+from trainer.spec.prompt_cache import uncached_prompts
+from trainer.step_memory import StepMeter, distinct_bytes
 
 
 @dataclass
@@ -114,16 +117,20 @@ class TrainingJob:
         self.policy: nn.Module = family.transformer
         self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.broadcast_parameters()
+        # The KL's frozen reference under full fine-tuning (LoRA: the adapter disabled, no copy). Under FSDP it is
+        # made after the sharding, sharded like the policy (trainer/reference_policy.py), never a full device copy.
         self.reference: nn.Module | None = None
-        if spec.algorithm.kl_beta > 0 and spec.model.finetune == "full":
+        needs_reference = spec.algorithm.kl_beta > 0 and spec.model.finetune == "full"
+        skeleton = meta_skeleton(self.policy) if needs_reference and self.sharding.fsdp else None
+        if needs_reference and skeleton is None:
             self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
         self.collectives = CollectiveCounts()
         self.deferred = False  # a Lean executor's backwards left their gradients unreduced (FSDP)
         if self.sharding.fsdp:  # after the broadcast: every rank shards the same weights
             shard_module(self.policy, family.compute_dtype)
             count_collectives(self.policy, self.collectives)
-            if self.reference is not None:
-                shard_module(self.reference, family.compute_dtype)
+            if skeleton is not None:
+                self.reference = sharded_reference(skeleton, self.policy, family.compute_dtype, dist.device)
                 count_collectives(self.reference, self.collectives)
             self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -139,6 +146,7 @@ class TrainingJob:
         self.gradient_hooks: list[GradientHook] = []
         self.layout = "sharded"  # which samples each rank holds (trainer/layout.py)
         self.prompts: list[str] = []  # the prompt pool steps draw from (set by build)
+        self.memory = StepMeter()  # what a measured step holds, by component (trainer/step_memory.py)
 
     @classmethod
     def build(cls, spec: JobSpec, layout: str, *, replicate: bool = False) -> TrainingJob:
@@ -159,6 +167,7 @@ class TrainingJob:
         sharding = None if replicate else choose_sharding(spec, dist.world_size)
         job = cls(spec, dist, family, algorithm, reward, sharding)
         job.layout, job.prompts = layout, load_prompts(spec.prompts.source)
+        job.place_text_encoders()
         return job
 
     def resize(self, spec: JobSpec) -> None:
@@ -187,15 +196,42 @@ class TrainingJob:
             for param in self.parameters:
                 self.dist.broadcast(param.data)
 
+    def place_text_encoders(self) -> None:
+        """``model.text_encoders`` 'cpu' or 'free': every prompt the job can meet (the pool, the eval prompts, the
+        empty one under CFG) encoded once on the device and kept in host memory, then the encoders moved to the
+        CPU or dropped; 'gpu' keeps them on the device and encodes prompts as they are met."""
+        where = self.spec.model.text_encoders
+        if where == "gpu":
+            return
+        problem = uncached_prompts(len(self.prompts))
+        if where == "free" and problem:
+            raise SpecError("model.text_encoders", problem)
+        prompt_set = [*self.prompts, *self.spec.prompts.eval, *([""] if self.spec.algorithm.cfg_scale > 1 else [])]
+        self.conditioning(prompt_set)
+        self.family.place_text_encoders(where)
+        if self.dist.device.type == "cuda":
+            torch.cuda.empty_cache()  # the encoders' blocks go back to the device
+
     def conditioning(self, prompts: list[str]) -> Conditioning:
-        """Text embeddings per prompt, encoded once and cached (the encoder is frozen).
+        """Text embeddings per prompt, encoded once and cached (the encoder is frozen): on the device while the
+        encoders are there ('gpu'), else in host memory, copied to the device per call.
 
         Each prompt is encoded alone: batched with others its embedding moves in the last bits
         with the batch, and a resumed run, which meets its prompts in other batches, would drift.
         """
+        on_host = self.spec.model.text_encoders != "gpu"
         for prompt in sorted({p for p in prompts if p not in self._conditioning}):
-            self._conditioning[prompt] = self.family.encode_prompts([prompt])
-        return Conditioning.cat([self._conditioning[p] for p in prompts])
+            if self.family.text_encoders_freed:
+                message = f"'free' dropped the text encoders after the prompt set; {prompt!r} is not in it: use 'cpu'"
+                raise SpecError("model.text_encoders", message)
+            encoded = self.family.encode_prompts([prompt])
+            self._conditioning[prompt] = encoded.pinned() if on_host else encoded
+        return Conditioning.cat([self._conditioning[p].to(self.dist.device) for p in prompts])
+
+    def embedding_bytes(self) -> int:
+        """Bytes of the cached prompt embeddings on the job's device (none when they are kept on the host)."""
+        parts = [t for c in self._conditioning.values() for t in (c.hidden, c.pooled, c.mask)]
+        return distinct_bytes(t for t in parts if t is not None and t.device.type == self.dist.device.type)
 
     def unconditional(self, rows: int) -> Conditioning | None:
         if self.spec.algorithm.cfg_scale <= 1.0:
@@ -313,6 +349,7 @@ class TrainingJob:
         each backward has already reduce-scattered them, unless reduction was deferred: then one
         reduce-scatter per FSDP unit now."""
         self.notify("sync")
+        self.memory.note_gradients(distinct_bytes([s.grad for s in self.gradient_slots()]))
         if self.deferred:
             slots = self.gradient_slots()
             reduce_scatter(self.policy, self.parameters, [s.grad for s in slots], self.collectives)
@@ -347,6 +384,7 @@ class TrainingJob:
         """Unscale (fp16), clip the (synchronised) gradient norm, step AdamW, zero the gradients. An fp16 step
         whose gradients overflowed is skipped and the scale lowered, as torch's GradScaler does."""
         self.loss_scaler.unscale_(self.optimizer)
+        self.memory.note_gradients(distinct_bytes([p.grad for p in self.parameters]))
         self.notify("clip")
         norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.spec.algorithm.max_grad_norm)
         self.loss_scaler.step(self.optimizer)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import resource
-import time
 from pathlib import Path
 
 import torch
@@ -34,6 +32,8 @@ from trainer.reporting.reporter import Reporter
 from trainer.rollout import sample_ode
 from trainer.sharding import full_state
 from trainer.spec import JobSpec, parse_spec
+from trainer.step_memory import StepMemory, measure_step
+from trainer.timing import device_seconds
 
 TRAIN_SAMPLES = 4  # rollout images (rank 0's first rows) posted with their rewards at each eval step
 METRICS_FILE = "metrics.jsonl"  # every step's metrics, also without a server (resume tests, bench)
@@ -70,13 +70,19 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     if first_step == 1 and spec.samples.count > 0 and (dist.is_main or sharding.fsdp):
         evaluate(job, 0, output_dir, reporter)
     for step in range(first_step, total + 1):
-        started = time.perf_counter()
+        started = device_seconds(dist.device)
         algo = spec.algorithm
         batch = step_batch(
             job.prompts, step, spec.seed, algo.prompts_per_step, algo.group_size, dist.rank, dist.world_size, job.layout
         )
-        result = executor.train_step(batch)
-        metrics = step_metrics(result, job, dist, time.perf_counter() - started)
+        # CUDA reads every step's memory at no cost; on the CPU the profiler slows a step tenfold, so only each
+        # attempt's first step, the warm-up the throughput figure leaves out, is measured (docs/trainer.md).
+        memory = None
+        if dist.device.type == "cuda" or step == first_step:
+            result, memory = measure_step(job, lambda b=batch: executor.train_step(b))
+        else:
+            result = executor.train_step(batch)
+        metrics = step_metrics(result, job, dist, device_seconds(dist.device) - started, memory)
         if dist.is_main:
             with open(output_dir / METRICS_FILE, "a") as log:
                 log.write(json.dumps({"step": step, **metrics}) + "\n")
@@ -131,7 +137,9 @@ def checkpoint_step(
         reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))
 
 
-def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, seconds: float) -> dict[str, float]:
+def step_metrics(
+    result: StepResult, job: TrainingJob, dist: Distributed, seconds: float, memory: StepMemory | None = None
+) -> dict[str, float]:
     metrics = dict(result.metrics)
     rewards = result.gathered_rewards
     metrics["reward/mean"] = float(rewards.mean())
@@ -149,17 +157,12 @@ def step_metrics(result: StepResult, job: TrainingJob, dist: Distributed, second
     metrics["time/step"] = seconds
     metrics["time/reward_busy"] = job.scorer.busy_seconds  # scoring time; time/reward is the wait for it
     metrics["throughput/samples_per_s"] = len(rewards) / seconds
-    metrics["memory/peak_bytes"] = float(peak_memory_bytes(dist.device))
+    if memory is not None:
+        metrics.update(memory.metrics())
     metrics["sharding/fsdp"] = float(job.sharding.fsdp)
     # How busy the host was while this step ran: an experiment flags a cell timed on a loaded host.
     metrics["host/load_per_core"] = os.getloadavg()[0] / (os.cpu_count() or 1)
     return metrics
-
-
-def peak_memory_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter | None) -> None:

@@ -27,7 +27,6 @@ inner epochs. Not implemented: bucketed weight broadcast, an online bubble searc
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import torch
@@ -46,6 +45,7 @@ from trainer.models.base import Conditioning
 from trainer.prompts import load_prompts
 from trainer.rollout import Trajectory, rollout, sample_noise
 from trainer.spec import DigenrlOptions
+from trainer.timing import device_seconds
 
 UNIT_TAG, WEIGHT_TAG = 11, 12
 STALE_FRACTION = 0.5
@@ -167,7 +167,7 @@ class DigenrlExecutor(Executor):
     def generator_step(self, step: int) -> dict[str, float]:
         """Units of step ``step`` (less those sent stale last time), then TCSS pre-generation of
         step+1 with the current weights, then the new weights."""
-        started = time.perf_counter()
+        started = device_seconds(self.job.dist.device)
         tag = self.tag_groups()
         batch, plan = self.global_batch(step)
         mine = self.generator_groups(self.job.dist.rank, tag)
@@ -183,9 +183,9 @@ class DigenrlExecutor(Executor):
             self.send(units, step + 1)
             self.pregenerated[step + 1] = units
             stale_sent = len(units)
-        generated = time.perf_counter()
+        generated = device_seconds(self.job.dist.device)
         self.receive_weights()
-        waited = time.perf_counter() - generated
+        waited = device_seconds(self.job.dist.device) - generated
         for work_step, work in self.pending.works:
             if work_step <= step:
                 work.wait()
@@ -225,22 +225,22 @@ class DigenrlExecutor(Executor):
         owned = [p for p in range(spec.prompts_per_step) if p % len(self.trainers) == index]
         tag = self.tag_groups() & set(owned)
         clock = {"rollout": 0.0, "train": 0.0, "idle": 0.0}
-        began = time.perf_counter()
+        began = device_seconds(self.job.dist.device)
         tagged = {group: self.generate(batch, plan, group) for group in sorted(tag)}
-        clock["rollout"] += time.perf_counter() - began
+        clock["rollout"] += device_seconds(self.job.dist.device) - began
         report = StepReport()
         stale: list[torch.Tensor] = []
         total = spec.prompts_per_step * spec.group_size
         groups: dict[int, list[Unit]] = {}
 
         def arrive(group: int) -> None:
-            began = time.perf_counter()
+            began = device_seconds(self.job.dist.device)
             source = self.generators[group % len(self.generators)]
             groups[group] = tagged.get(group) or [self.receive_unit(source) for _ in range(spec.group_size)]
-            clock["idle"] += time.perf_counter() - began
+            clock["idle"] += device_seconds(self.job.dist.device) - began
 
         def train(group: int, std: float | None) -> None:
-            began = time.perf_counter()
+            began = device_seconds(self.job.dist.device)
             members = torch.tensor([u.reward for u in groups[group]], dtype=torch.float64)
             own = float(members.std(unbiased=bool(spec.unbiased_std))) + spec.advantage_eps
             spread = std if std is not None else own
@@ -249,7 +249,7 @@ class DigenrlExecutor(Executor):
                 clipped = replay_unit(job, self.options, unit, float(advantage), plan, batch, total, report)
                 if unit.version < self.version:
                     stale.extend(clipped)
-            clock["train"] += time.perf_counter() - began
+            clock["train"] += device_seconds(self.job.dist.device) - began
 
         if spec.global_std:  # the std needs every reward of the step before any advantage
             for group in owned:
@@ -264,7 +264,7 @@ class DigenrlExecutor(Executor):
                 arrive(group)
                 train(group, None)
         units = [u for group in owned for u in groups[group]]
-        began = time.perf_counter()
+        began = device_seconds(self.job.dist.device)
         job.notify("sync")
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in job.parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
@@ -274,12 +274,12 @@ class DigenrlExecutor(Executor):
         for param, grad in zip(job.parameters, grads, strict=True):
             param.grad = flat[offset : offset + grad.numel()].view_as(param).clone()
             offset += grad.numel()
-        sync_seconds = time.perf_counter() - began
+        sync_seconds = device_seconds(self.job.dist.device) - began
         report.close_update(job.optimizer_step())
         self.version += 1
-        began = time.perf_counter()
+        began = device_seconds(self.job.dist.device)
         weight_bytes = self.push_weights()
-        sync_seconds += time.perf_counter() - began  # the weight sync, as much a sync as the all-reduce
+        sync_seconds += device_seconds(job.dist.device) - began  # the weight sync, as much a sync as the all-reduce
         lags = [self.version - 1 - u.version for u in units]
         trained = plan.trained.shape[1]
         stale_clipped = torch.cat(stale) if stale else torch.zeros(0, dtype=torch.bool)
@@ -321,7 +321,7 @@ class DigenrlExecutor(Executor):
     # --- the step ----------------------------------------------------------------------
     def train_step(self, batch: SampleBatch) -> StepResult:
         step = batch.step
-        started = time.perf_counter()
+        started = device_seconds(self.job.dist.device)
         own: dict[str, float] = {}
         units: list[Unit] = []
         if self.is_generator:
@@ -329,7 +329,7 @@ class DigenrlExecutor(Executor):
         else:
             own, units = self.trainer_step(step)
         metrics, rewards = self.share(own, units)
-        metrics["time/step_pools"] = time.perf_counter() - started
+        metrics["time/step_pools"] = device_seconds(self.job.dist.device) - started
         return self.result(metrics, rewards)
 
     def share(self, own: dict[str, float], units: list[Unit]) -> tuple[dict[str, float], torch.Tensor]:

@@ -16,8 +16,6 @@ native's, in native's order.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from trainer.algorithms.base import StepPlan
@@ -30,6 +28,7 @@ from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import JaggOptions
+from trainer.timing import device_seconds
 
 
 class JaggExecutor(Executor):
@@ -46,15 +45,15 @@ class JaggExecutor(Executor):
 
     def train_step(self, batch: SampleBatch) -> StepResult:
         job = self.job
-        started = time.perf_counter()
+        started = device_seconds(job.dist.device)
         report = StepReport(job.collectives)
         plan = job.plan(batch)
         with torch.no_grad():
             trajectory = job.rollout(batch, plan)
-        rolled = time.perf_counter()
+        rolled = device_seconds(job.dist.device)
         scores = job.score(trajectory, batch)
         advantages, stats, rewards = job.advantages(scores, batch)
-        scored = time.perf_counter()
+        scored = device_seconds(job.dist.device)
 
         trained = plan.trained.shape[1]
         routed = self.options.routed_groups(trained)
@@ -73,11 +72,11 @@ class JaggExecutor(Executor):
                 (terms.loss / trained).backward()
                 report.add(terms)
                 backwards += 1
-            synced = time.perf_counter()
+            synced = device_seconds(job.dist.device)
             job.synchronize_gradients()
-            sync_seconds += time.perf_counter() - synced
+            sync_seconds += device_seconds(job.dist.device) - synced
             report.close_update(job.optimizer_step())
-        finished = time.perf_counter()
+        finished = device_seconds(job.dist.device)
         times = {
             "rollout": rolled - started,
             "reward": scored - rolled,

@@ -22,8 +22,6 @@ as native does, so the whole step is still native's (docs/executors.md §2).
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from trainer.algorithms.base import StepPlan
@@ -36,6 +34,7 @@ from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.spec import LeanRetainOptions, default_options, retained_graph_bound
+from trainer.timing import device_seconds
 
 
 class LeanRetainExecutor(Executor):
@@ -66,17 +65,18 @@ class LeanRetainExecutor(Executor):
             result.metrics["executor/memory_guard_fallback"] = 1.0
             return result
         job = self.job
-        started = time.perf_counter()
+        started = device_seconds(job.dist.device)
         report = StepReport(job.collectives)
         plan = job.plan(batch)
         graphs: dict[int, TrainedForward] = {}
         rows = len(batch.prompts)
         trajectory = rollout_with_graphs(job, batch, plan, list(range(rows)), lambda f: graphs.__setitem__(f.step, f))
         retained = sum(len(forward.rows) for forward in graphs.values())
-        rolled = time.perf_counter()
+        job.memory.mark_retained()
+        rolled = device_seconds(job.dist.device)
         scores = job.score(trajectory, batch)
         advantages, stats, rewards = job.advantages(scores, batch)
-        scored = time.perf_counter()
+        scored = device_seconds(job.dist.device)
 
         trained = plan.trained.shape[1]
         with job.deferred_reduction():  # one reduction per optimizer step, also under FSDP
@@ -88,13 +88,13 @@ class LeanRetainExecutor(Executor):
                     report.add(terms)
                 sum(losses).backward()  # type: ignore[union-attr]
         graphs.clear()
-        synced = time.perf_counter()
+        synced = device_seconds(job.dist.device)
         job.synchronize_gradients()
-        sync_seconds = time.perf_counter() - synced
+        sync_seconds = device_seconds(job.dist.device) - synced
         report.close_update(job.optimizer_step())
         for _ in range(job.spec.algorithm.inner_epochs - 1):  # the hybrid schedule's later updates
             sync_seconds += recompute_update(job, trajectory, plan, advantages, report)
-        finished = time.perf_counter()
+        finished = device_seconds(job.dist.device)
         times = {
             "rollout": rolled - started,
             "reward": scored - rolled,

@@ -24,7 +24,6 @@ with inner_epochs > 1 the later updates re-forward as native does (executors/rec
 from __future__ import annotations
 
 import math
-import time
 from contextlib import ExitStack
 
 import torch
@@ -49,6 +48,7 @@ from trainer.loss import reference_kl
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory
 from trainer.spec import LeanReweightOptions
+from trainer.timing import device_seconds
 
 REGIMES = {"per_rank": PerRankBuffer, "per_sample": PerSampleBuffers, "affine": AffineBuffers}
 
@@ -104,13 +104,13 @@ class LeanReweightExecutor(Executor):
         kls: list[torch.Tensor] = []
 
         def provisional(forward: TrainedForward) -> None:
-            began = time.perf_counter()
+            began = device_seconds(job.dist.device)
             if kl_buffer is not None:
                 kl = reference_kl(forward.out.mean, forward.reference_mean, job.algorithm.kl_std(forward.out))  # type: ignore[arg-type]
                 kls.append(kl.detach())
                 kl_buffer.backward(spec.kl_beta * kl * scale)
             (-forward.out.log_prob.sum()).backward()
-            clock["train"] += time.perf_counter() - began
+            clock["train"] += device_seconds(job.dist.device) - began
 
         accumulator: list[torch.Tensor] | None = None
         pieces: dict[int, Trajectory] = {}
@@ -121,16 +121,16 @@ class LeanReweightExecutor(Executor):
         for group_rows in groups.values():
             buffers: ProvisionalBuffers = REGIMES[regime](slots)
             for row in group_rows:
-                began = time.perf_counter()
+                began = device_seconds(job.dist.device)
                 train_before = clock["train"]
                 pieces[row] = rollout_with_graphs(job, batch, plan, [row], provisional)
-                scored = time.perf_counter()
+                scored = device_seconds(job.dist.device)
                 clock["rollout"] += scored - began - (clock["train"] - train_before)
                 rewards_local[row], parts[row] = self.score(pieces[row], batch, row)
-                clock["reward"] += time.perf_counter() - scored
+                clock["reward"] += device_seconds(job.dist.device) - scored
                 self.pending += 1
                 buffers.sample_done(weights[row], rewards_local[row])
-            began = time.perf_counter()
+            began = device_seconds(job.dist.device)
             local = torch.tensor([rewards_local[r] for r in group_rows], dtype=torch.float64)
             gathered = job.dist.all_gather(local)
             mean, std = float(gathered.mean()), float(gathered.std(unbiased=bool(spec.unbiased_std)))
@@ -153,9 +153,10 @@ class LeanReweightExecutor(Executor):
                     total.add_(part)
             extra = buffers.peak_bytes + tensor_bytes(accumulator) + (kl_buffer.bytes if kl_buffer else 0)
             peak_bytes = max(peak_bytes, extra)
-            clock["train"] += time.perf_counter() - began
+            job.memory.note_gradients(extra + tensor_bytes(slots))  # and the working .grad of each backward
+            clock["train"] += device_seconds(job.dist.device) - began
 
-        began = time.perf_counter()
+        began = device_seconds(job.dist.device)
         ordered = sorted(pieces)
         trajectory = join_pieces([pieces[r] for r in ordered])
         names = parts[ordered[0]].keys()
@@ -187,12 +188,12 @@ class LeanReweightExecutor(Executor):
                 self.recompute_natively(trajectory, plan, advantages)
         if kl_buffer is not None and not fallback:
             kl_buffer.add_to_grads()
-        clock["train"] += time.perf_counter() - began
+        clock["train"] += device_seconds(job.dist.device) - began
         deferral.close()
-        synced = time.perf_counter()
+        synced = device_seconds(job.dist.device)
         job.synchronize_gradients()
-        clock["sync"] += time.perf_counter() - synced
-        began = time.perf_counter()
+        clock["sync"] += device_seconds(job.dist.device) - synced
+        began = device_seconds(job.dist.device)
         # Native's terms of this update at ρ = 1 (nothing clipped): −mean(A·w) + β·KL, both over (sample, step).
         device = advantages.device
         kl = torch.stack(kls).mean() if kls else torch.zeros((), device=device)
@@ -200,11 +201,11 @@ class LeanReweightExecutor(Executor):
         ones, unclipped = torch.ones(rows, device=device), torch.zeros(rows, dtype=torch.bool, device=device)
         report.add(StepTerms(loss, kl, ones, unclipped, torch.zeros((), device=device)))
         report.close_update(job.optimizer_step())
-        clock["train"] += time.perf_counter() - began
-        began = time.perf_counter()
+        clock["train"] += device_seconds(job.dist.device) - began
+        began = device_seconds(job.dist.device)
         for _ in range(spec.inner_epochs - 1):  # the hybrid schedule's later updates
             clock["sync"] += recompute_update(job, trajectory, plan, advantages, report)
-        clock["train"] += time.perf_counter() - began
+        clock["train"] += device_seconds(job.dist.device) - began
         executor = {
             "retained_graphs": 1,
             "buffer_bytes": peak_bytes,

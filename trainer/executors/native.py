@@ -8,8 +8,6 @@ synchronise gradients once per cycle (coalesced), clip and step.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from trainer.executors.base import Executor, StepResult
@@ -17,6 +15,7 @@ from trainer.executors.recompute import recompute_update
 from trainer.executors.step_report import StepReport
 from trainer.layout import SampleBatch
 from trainer.spec import NativeOptions
+from trainer.timing import device_seconds
 
 
 class NativeExecutor(Executor):
@@ -25,20 +24,20 @@ class NativeExecutor(Executor):
 
     def train_step(self, batch: SampleBatch) -> StepResult:
         job = self.job
-        started = time.perf_counter()
+        started = device_seconds(job.dist.device)
         report = StepReport(job.collectives)
         plan = job.plan(batch)
         with torch.no_grad():
             trajectory = job.rollout(batch, plan)
-        rolled = time.perf_counter()
+        rolled = device_seconds(job.dist.device)
         scores = job.score(trajectory, batch)
         advantages, stats, rewards = job.advantages(scores, batch)
-        scored = time.perf_counter()
+        scored = device_seconds(job.dist.device)
 
         sync_seconds = sum(
             recompute_update(job, trajectory, plan, advantages, report) for _ in range(job.spec.algorithm.inner_epochs)
         )
-        finished = time.perf_counter()
+        finished = device_seconds(job.dist.device)
         times = {
             "rollout": rolled - started,
             "reward": scored - rolled,

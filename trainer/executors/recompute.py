@@ -5,14 +5,13 @@ every epoch after their first, once the weights have moved and the rollout's gra
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from trainer.algorithms.base import StepPlan
 from trainer.executors.step_report import StepReport
 from trainer.job import TrainingJob
 from trainer.rollout import Trajectory
+from trainer.timing import device_seconds
 
 
 def recompute_gradients(
@@ -33,8 +32,8 @@ def recompute_update(
 ) -> float:
     """One optimizer step; returns the seconds spent synchronising gradients."""
     recompute_gradients(job, trajectory, plan, advantages, report)
-    began = time.perf_counter()
+    began = device_seconds(job.dist.device)
     job.synchronize_gradients()
-    seconds = time.perf_counter() - began
+    seconds = device_seconds(job.dist.device) - began
     report.close_update(job.optimizer_step())
     return seconds

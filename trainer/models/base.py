@@ -36,6 +36,20 @@ class Conditioning:
     def repeat_to(self, batch: int) -> Conditioning:
         return self.index([0] * batch)
 
+    def to(self, device: torch.device) -> Conditioning:
+        """These embeddings on ``device`` (from pinned host memory the copy does not wait for the host)."""
+        if self.hidden.device.type == device.type:
+            return self
+        moved = [None if t is None else t.to(device, non_blocking=True) for t in (self.hidden, self.pooled, self.mask)]
+        return Conditioning(moved[0], moved[1], moved[2])  # type: ignore[arg-type]
+
+    def pinned(self) -> Conditioning:
+        """A host copy, page-locked where an accelerator will read it."""
+        parts = [None if t is None else t.cpu() for t in (self.hidden, self.pooled, self.mask)]
+        if torch.cuda.is_available():
+            parts = [None if t is None else t.pin_memory() for t in parts]
+        return Conditioning(parts[0], parts[1], parts[2])  # type: ignore[arg-type]
+
     @staticmethod
     def cat(parts: list[Conditioning]) -> Conditioning:
         pooled = None if parts[0].pooled is None else torch.cat([p.pooled for p in parts])  # type: ignore[misc]
@@ -52,6 +66,32 @@ class ModelFamily(ABC):
     schedule: CheckpointSchedule
     image_tokens: int  # transformer tokens of one sample: what a pipeline's dynamic shifting counts
     compute_dtype: torch.dtype = torch.float32  # the transformer runs under autocast in it (model.precision)
+    text_encoder_fields: tuple[str, ...] = ()  # the attributes holding the frozen text encoders
+    encoder_device: torch.device  # where they run
+    text_encoders_freed = False  # model.text_encoders 'free': dropped once the prompt set was encoded
+
+    def text_encoders(self) -> list[nn.Module]:
+        found: list[nn.Module] = []
+        for name in self.text_encoder_fields:
+            value = getattr(self, name, None)
+            found.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, nn.Module))
+        return found
+
+    def place_text_encoders(self, where: str) -> None:
+        """``model.text_encoders`` once the prompt set is encoded: 'cpu' moves the encoders to the host, where any
+        prompt met later is encoded; 'free' drops them; 'gpu' leaves them on the job's device."""
+        if where == "cpu":
+            for module in self.text_encoders():
+                module.to("cpu")
+            self.encoder_device = torch.device("cpu")
+        elif where == "free":
+            for name in self.text_encoder_fields:
+                setattr(self, name, None)
+            self.text_encoders_freed = True
+
+    def use_compute_precision_vae(self) -> None:
+        """The frozen VAE is held and run in the compute precision (decode casts the latents to it)."""
+        self.vae.to(self.compute_dtype)  # type: ignore[attr-defined]
 
     def sigmas(self, steps: int, shift: float | None = None) -> torch.Tensor:
         """The checkpoint's own σ grid for ``steps`` steps at this family's sample size (``shift`` overrides)."""

@@ -21,6 +21,7 @@ DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default guidance (its diffusers pipelin
 
 class FluxFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
+    text_encoder_fields = ("clip", "t5")
 
     def __init__(
         self, directory: Path, device: torch.device, dtype: torch.dtype, resolution: tuple[int, int] | None = None
@@ -30,6 +31,7 @@ class FluxFamily(ModelFamily):
 
         self.schedule = CheckpointSchedule.load(directory, "flux")
         self.device = device
+        self.encoder_device = device  # where the text encoders run (model.text_encoders)
         transformer = FluxTransformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
         self.vae = AutoencoderKL.from_pretrained(directory / "vae").to(device).eval().requires_grad_(False)
@@ -52,7 +54,7 @@ class FluxFamily(ModelFamily):
             max_length=self.clip_tokenizer.model_max_length,
             truncation=True,
             return_tensors="pt",
-        ).to(self.device)
+        ).to(self.encoder_device)
         pooled = self.clip(input_ids=clip_tokens.input_ids).pooler_output
         t5_tokens = self.t5_tokenizer(
             prompts,
@@ -60,7 +62,7 @@ class FluxFamily(ModelFamily):
             max_length=self.t5_tokenizer.model_max_length,
             truncation=True,
             return_tensors="pt",
-        ).to(self.device)
+        ).to(self.encoder_device)
         hidden = self.t5(input_ids=t5_tokens.input_ids).last_hidden_state
         return Conditioning(hidden, pooled)
 
@@ -86,8 +88,8 @@ class FluxFamily(ModelFamily):
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         config = self.vae.config
         latents = latents.float() / config.scaling_factor + (config.shift_factor or 0.0)
-        images = self.vae.decode(latents, return_dict=False)[0]
-        return (images / 2 + 0.5).clamp(0, 1)
+        images = self.vae.decode(latents.to(self.vae.dtype), return_dict=False)[0]  # the compute precision
+        return (images.float() / 2 + 0.5).clamp(0, 1)
 
 
 def pack(x: torch.Tensor) -> torch.Tensor:

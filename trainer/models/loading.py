@@ -48,6 +48,7 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
 
         family = WanFamily(directory, device, weights, video_size(spec))
     family.compute_dtype = compute
+    family.use_compute_precision_vae()
     prepare_finetune(family, spec)
     return family
 

@@ -24,6 +24,7 @@ CLIP_SEQUENCE = 77  # the pipeline's CLIP length when a tokenizer does not say
 
 class SD3Family(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
+    text_encoder_fields = ("clips", "t5")
 
     def __init__(
         self, directory: Path, device: torch.device, dtype: torch.dtype, resolution: tuple[int, int] | None = None
@@ -37,6 +38,7 @@ class SD3Family(ModelFamily):
                 raise SpecError("model.path", message)
         self.schedule = CheckpointSchedule.load(directory, "sd3")
         self.device = device
+        self.encoder_device = device  # where the text encoders run (model.text_encoders)
         transformer = SD3Transformer2DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
         self.vae = AutoencoderKL.from_pretrained(directory / "vae").to(device).eval().requires_grad_(False)
@@ -84,18 +86,18 @@ class SD3Family(ModelFamily):
         # The pipeline pads both CLIPs to the first tokenizer's length.
         length = getattr(self.clip_tokenizers[0], "model_max_length", CLIP_SEQUENCE)
         tokens = tokenizer(prompts, padding="max_length", max_length=length, truncation=True, return_tensors="pt")
-        out = encoder(tokens.input_ids.to(self.device), output_hidden_states=True)
+        out = encoder(tokens.input_ids.to(self.encoder_device), output_hidden_states=True)
         return out.hidden_states[-2], out[0]
 
     def t5_embeddings(self, prompts: list[str]) -> torch.Tensor:
         if self.t5 is None:
             width = self.transformer.config.joint_attention_dim
-            return torch.zeros(len(prompts), self.t5_sequence, width, device=self.device)
+            return torch.zeros(len(prompts), self.t5_sequence, width, device=self.encoder_device)
         tokens = self.t5_tokenizer(
             prompts, padding="max_length", max_length=self.t5_sequence, truncation=True, add_special_tokens=True,
             return_tensors="pt",
         )  # fmt: skip
-        return self.t5(tokens.input_ids.to(self.device))[0]
+        return self.t5(tokens.input_ids.to(self.encoder_device))[0]
 
     def forward(self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
         dtype = x.dtype
@@ -112,5 +114,5 @@ class SD3Family(ModelFamily):
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         config = self.vae.config
         latents = latents.float() / config.scaling_factor + (config.shift_factor or 0.0)
-        images = self.vae.decode(latents, return_dict=False)[0]
-        return (images / 2 + 0.5).clamp(0, 1)
+        images = self.vae.decode(latents.to(self.vae.dtype), return_dict=False)[0]  # the compute precision
+        return (images.float() / 2 + 0.5).clamp(0, 1)

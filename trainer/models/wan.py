@@ -25,6 +25,7 @@ PIPELINE_SIZE = WAN_PIPELINE_SIZE  # WanPipeline's default height, width and fra
 
 class WanFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
+    text_encoder_fields = ("text_encoder",)
 
     def __init__(
         self, directory: Path, device: torch.device, dtype: torch.dtype, size: tuple[int, int, int] = PIPELINE_SIZE
@@ -34,6 +35,7 @@ class WanFamily(ModelFamily):
 
         self.schedule = CheckpointSchedule.load(directory, "wan")
         self.device = device
+        self.encoder_device = device  # where the text encoders run (model.text_encoders)
         transformer = WanTransformer3DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
         self.transformer = transformer.to(device)
         self.vae = AutoencoderKLWan.from_pretrained(directory / "vae").to(device).eval().requires_grad_(False)
@@ -65,7 +67,7 @@ class WanFamily(ModelFamily):
             truncation=True,
             return_attention_mask=True,
             return_tensors="pt",
-        ).to(self.device)
+        ).to(self.encoder_device)
         hidden = self.text_encoder(tokens.input_ids, tokens.attention_mask).last_hidden_state
         return Conditioning(hidden * tokens.attention_mask.unsqueeze(-1))
 
@@ -84,5 +86,6 @@ class WanFamily(ModelFamily):
         shape = (1, config.z_dim, 1, 1, 1)
         mean = torch.tensor(config.latents_mean, device=latents.device).view(shape)
         std = torch.tensor(config.latents_std, device=latents.device).view(shape)
-        video = self.vae.decode(latents.float() * std + mean, return_dict=False)[0]  # [B, 3, F, H, W]
-        return (video / 2 + 0.5).clamp(0, 1).transpose(1, 2)
+        latents = (latents.float() * std + mean).to(self.vae.dtype)  # the VAE runs in the compute precision
+        video = self.vae.decode(latents, return_dict=False)[0]  # [B, 3, F, H, W]
+        return (video.float() / 2 + 0.5).clamp(0, 1).transpose(1, 2)

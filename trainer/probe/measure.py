@@ -13,10 +13,7 @@ size, a size the executor refuses) ends that executor's probe with the reason; t
 from __future__ import annotations
 
 import os
-import resource
 import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -27,12 +24,13 @@ from trainer.bench import cost_shapes, optimizer_seconds, unit_costs
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.host_memory import keep_freed_memory
 from trainer.layout import layout_error, step_batch
-from trainer.profiled_peak import peak_step_bytes
 from trainer.run import load_spec
 from trainer.spec import EXECUTORS, JobSpec, NativeOptions, SpecError
 from trainer.spec.executor_choice import options_for
 from trainer.spec.probe_report import ExecutorProbe, MeasuredUnitCosts, ProbePoint, ProbeReport
 from trainer.spec.probe_sizes import PROBE_PROMPTS, probe_trained, resized
+from trainer.step_memory import measure_step, start_bytes
+from trainer.timing import device_seconds
 
 # Interleaved rounds per probe size: each gives one prediction per executor, and the advice's 95% intervals have
 # TIMED_ROUNDS - 1 degrees of freedom (Student's t at 4: 2.78; at 2 it would be 4.30, too wide to decide on).
@@ -48,30 +46,6 @@ def probe_prompts(spec: JobSpec, world: int, layout: str) -> list[int]:
             found.append(prompts)
         prompts += 1
     return found
-
-
-def resident_bytes(device: torch.device) -> int:
-    """What a step starts from: CUDA's allocated bytes, or the process's resident set on the CPU."""
-    if device.type == "cuda":
-        return torch.cuda.memory_allocated(device)
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def step_peak_bytes(device: torch.device, action: Callable[[], object]) -> int:
-    """Peak bytes above the step's start: CUDA's allocator peak, or on the CPU ``make bench``'s own figure (the
-    profiler's per-op net allocations in time order), so that the advice predicts what the bench measures."""
-    if device.type != "cuda":
-        return peak_step_bytes(action)
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    start = torch.cuda.memory_allocated(device)
-    action()
-    torch.cuda.synchronize(device)
-    return torch.cuda.max_memory_allocated(device) - start
 
 
 def undo_determinism() -> None:
@@ -129,10 +103,10 @@ class Prober:
             EXECUTOR_CLASSES[name].layout,
         )
         self.dist.barrier()
-        began = time.perf_counter()
+        began = device_seconds(self.dist.device)
         metrics = executor.train_step(batch).metrics  # type: ignore[attr-defined]
         self.dist.barrier()
-        return {**metrics, "time/wall": time.perf_counter() - began}
+        return {**metrics, "time/wall": device_seconds(self.dist.device) - began}
 
     def size(self, trained: int, prompts: int, probes: list[ExecutorProbe], reward_rates: list[float]) -> None:
         """Every executor probed at this size, as ``make bench`` runs them: one warm-up step each, then
@@ -160,7 +134,8 @@ class Prober:
         rows = self.rows(prompts)
         for name, (probe, executor) in executors.items():
             try:
-                peak = step_peak_bytes(self.dist.device, lambda n=name, e=executor: self.one_step(n, e))
+                _, memory = measure_step(self.job, lambda n=name, e=executor: self.one_step(n, e))
+                peak = memory.rise
             except (RuntimeError, SpecError, ValueError) as exc:
                 self.fail(probe, trained, prompts, exc)
                 continue
@@ -245,7 +220,7 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
     prober = Prober(spec, runnable)
     probes = prober.gradients(runnable)
     job, device = prober.job, prober.dist.device
-    resident = resident_bytes(device)
+    resident = start_bytes(job)
     reward_rates = prober.run([probes[name] for name in runnable])
     full_rows = spec.algorithm.prompts_per_step * spec.algorithm.group_size // prober.dist.world_size
     job.resize(spec)
@@ -263,10 +238,9 @@ def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
         optimizer_seconds=optimizer_seconds(job),
         resident_bytes=resident,
         memory_method=(
-            "CUDA allocator peak above the step's start"
-            if device.type == "cuda"
-            else "torch profiler allocation records (per-op net, as make bench), peak live bytes above the step's "
-            "start; resident set at start"
+            "trainer/step_memory.py, as the run and make bench: the rise of live bytes above the step's start ("
+            + ("CUDA's allocator peak after a reset" if device.type == "cuda" else "torch profiler allocation records")
+            + "); resident: what a step starts from"
         ),
         executors=[probes.get(name) or ExecutorProbe(name=name, error=refused[name]) for name in asked],
     )

@@ -28,6 +28,7 @@ from trainer.spec.executor import (
     executor_input,
 )
 from trainer.spec.model import ModelSpec
+from trainer.spec.prompt_cache import file_prompt_count, uncached_prompts
 from trainer.spec.sections import CheckpointSpec, PromptsSpec, ResourcesSpec, RetrySpec, RewardSpec, SamplesSpec
 
 
@@ -100,6 +101,11 @@ class JobSpec(Section):
                 "agree: use bf16 (or fp32)"
             )
             problems.add("model.precision", message)
+        if self.model.text_encoders == "free":
+            count = file_prompt_count(self.prompts.source)
+            problem = None if count is None else uncached_prompts(count)
+            if problem:
+                problems.add("model.text_encoders", problem)
         if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
             message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
             problems.add("algorithm.rollout_chunks", message)

@@ -94,6 +94,13 @@ class ModelSpec(Section):
         "kept in this precision), the transformer runs under autocast in it (FSDP: its mixed-precision policy, "
         "gradients reduced in fp32); 'fp16' for family sd3 with executor native only (docs/trainer.md)",
     )
+    text_encoders: Literal["gpu", "cpu", "free"] = Field(
+        "gpu",
+        description="where the frozen text encoders stay: 'gpu' on the job's device, prompts encoded as they are "
+        "met and cached there (Flow-GRPO's trainers); 'cpu' the prompt set encoded once on the device, kept in host "
+        "memory, then the encoders moved to the CPU; 'free' the same, then the encoders dropped (DanceGRPO's "
+        "pre-encoded embeddings): a prompt set must be cacheable whole (docs/trainer.md)",
+    )
     gradient_checkpointing: bool = False
     sharding: Literal["auto", "ddp", "fsdp"] = Field(
         "auto",
