@@ -24,10 +24,9 @@ NATIVE = "native"
 GIB = 2**30
 EXACTNESS_ORDER = ("E0", "E1", "A")
 METHOD = (
-    "95% intervals over the probe's timed rounds: Student's t on the logarithms of the rounds' predictions "
-    "(samples/s) and of the rounds' speedups over native's same round, exponentiated. An executor is recommended "
-    "over native only when the lower end of its speedup interval is above the upper end of every other executor "
-    "that fits (native's is 1); otherwise native is."
+    "Student's t on the logarithms of the timed rounds' predictions (samples/s) and of the rounds' speedups over "
+    "native's same round, exponentiated. An executor is recommended over native only when the lower end of its "
+    "speedup interval is above the upper end of every other executor that fits (native's is 1); otherwise native is."
 )
 
 
