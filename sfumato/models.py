@@ -52,6 +52,7 @@ class Job(_Model):
     total_steps: int = 0
     last_reward: float | None = None
     samples_per_s: float | None = None
+    peak_memory_bytes: float | None = None  # the largest memory/peak_bytes reported (services.peak_memory)
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None

@@ -74,6 +74,9 @@ class JobSummary(ReadModel):
         description="seconds the job's trainer ran: each attempt from its start to the last moment the platform "
         "saw it running (to now while it runs), summed; time queued and time the platform was down are not in it"
     )
+    peak_memory_bytes: float | None = Field(
+        None, description="the largest memory/peak_bytes the job reported (the compare answer's definition)"
+    )
 
 
 class RewardReachability(BaseModel):

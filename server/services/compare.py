@@ -20,6 +20,7 @@ from server.services.errors import FieldErrors, NotFound
 from server.services.eval_rewards import eval_rewards_of_jobs
 from server.services.metric_figures import key_figures_of_jobs
 from server.services.metric_reads import latest_points_of_pairs
+from server.services.peak_memory import MEMORY_KEY, peak_memory_of
 from server.services.scoping import scope_jobs
 from server.services.shared_hosts import shared_with
 from server.services.spec_differences import DEFINITION as DIFFERENCES_DEFINITION
@@ -29,7 +30,6 @@ from trainer.spec.cost_model import bound_speedup
 
 MAX_JOBS = 16
 REWARD_KEY = "reward/mean"
-MEMORY_KEY = "memory/peak_bytes"
 DEFINITIONS = Definitions(
     samples_per_s=throughput.DEFINITION,
     warmup_steps=throughput.WARMUP_STEPS,
@@ -113,7 +113,7 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
                 speedup=speedup,
                 bound=bound,
                 of_bound=speedup / bound if speedup is not None and bound else None,
-                peak_memory_bytes=figure[MEMORY_KEY].maximum if MEMORY_KEY in figure else None,
+                peak_memory_bytes=peak_memory_of(figure),
                 final_reward=final.value if final else None,
                 best_reward=figure[REWARD_KEY].maximum if REWARD_KEY in figure else None,
                 eval_reward=job_evals.values[-1] if job_evals.values else None,

@@ -19,8 +19,10 @@ from server.models import JOB_STATES, Job
 from server.schemas.jobs import JobDetail, JobPage, JobSummary
 from server.services.attempt_counts import JobLimits, attempt_counts
 from server.services.auth import Caller
+from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
 from server.services.job_duration import durations_s
+from server.services.peak_memory import peak_memory_bytes
 from server.services.reward_reachability import job_reward_reachability
 from server.services.root_cause import root_cause
 from server.services.scoping import VISIBLE_JOB, visibility
@@ -29,7 +31,7 @@ from server.services.throughput import samples_per_s
 
 # samples/s is not a column: services.throughput computes it, as for the compare answer.
 _COMPUTED = ("owner", "team", "samples_per_s", "root_cause", "retries_after_failure", "platform_restarts",
-             "attempts_summary", "duration_s")  # fmt: skip
+             "attempts_summary", "duration_s", "peak_memory_bytes")  # fmt: skip
 _SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in _COMPUTED)
 _SUMMARIES = TypeAdapter(list[JobSummary])
 _JOB = Job.__table__.c
@@ -133,9 +135,13 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
         total = session.execute(_COUNT, params).scalar_one()
     else:
         total = 0
-    speeds = samples_per_s(session, [row["id"] for row in rows])
+    ids = [row["id"] for row in rows]
+    currents = current_points_of_jobs(session, ids)
+    speeds = samples_per_s(session, ids, currents)
+    peaks = peak_memory_bytes(session, ids, currents)
     for row in rows:
         row["samples_per_s"] = speeds[row["id"]]
+        row["peak_memory_bytes"] = peaks[row["id"]]
         row["root_cause"] = root_cause(row["error"])
     _add_attempt_figures(session, rows)
     return JobPage(items=_SUMMARIES.validate_python(rows), total=total, limit=limit, offset=offset)
@@ -150,7 +156,9 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job = found[0]
     job["allocations"] = rows_as_dicts(session.execute(_ALLOCATIONS, {"job_id": job_id, "attempt": job["attempt"]}))
     job["events"] = rows_as_dicts(session.execute(_EVENTS, {"job_id": job_id}))
-    job["samples_per_s"] = samples_per_s(session, [job_id])[job_id]
+    currents = current_points_of_jobs(session, [job_id])
+    job["samples_per_s"] = samples_per_s(session, [job_id], currents)[job_id]
+    job["peak_memory_bytes"] = peak_memory_bytes(session, [job_id], currents)[job_id]
     job["root_cause"] = root_cause(job["error"])
     job["reward_reachability"] = job_reward_reachability(session, job_id)
     _add_attempt_figures(session, [job])

@@ -150,6 +150,7 @@ def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOpt
         "created": when(job.created_at),
         "finished": when(job.finished_at),
         "duration": duration(job.duration_s),
+        "peak memory": size(job.peak_memory_bytes),
     }
     if job.error:
         rows["cause"] = job.root_cause or job.error

@@ -1,5 +1,5 @@
-"""`sfumato experiment show` prints the server's peak memory (and duration) wherever it prints a cell's or a
-group's figures, against a live server on the page tests' world."""
+"""`sfumato show` and `sfumato experiment show` print the server's peak memory wherever they print a duration or
+a group's figures, against a live server on the page tests' world."""
 
 from __future__ import annotations
 
@@ -49,3 +49,10 @@ def test_experiment_show_gives_each_group_s_peak_memory_with_its_interval(live: 
     assert "PEAK MEMORY [95%]" in header
     native = next(line for line in lines if line.lstrip("│ ").startswith("native "))
     assert "7.0 GiB [7.0 GiB, 7.0 GiB]" in native
+
+
+def test_show_gives_a_job_s_peak_memory_beside_its_duration(live: tuple[str, World, int]) -> None:
+    _, world, _ = live
+    rows = {line.split("  ")[0].strip(): line for line in shown(live, "show", str(world.running.id))}
+    assert "duration" in rows and "peak memory" in rows
+    assert rows["peak memory"].split()[-2:] == ["7.0", "GiB"]  # (6 + speed 1) GiB at every step
