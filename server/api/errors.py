@@ -47,7 +47,8 @@ async def _validation_error(_request: Request, exc: Exception) -> OrjsonResponse
 async def _service_error(_request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, ServiceError)
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
-    return OrjsonResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+    body = {"detail": exc.detail} if exc.code is None else {"detail": exc.detail, "code": exc.code}
+    return OrjsonResponse(body, status_code=exc.status_code, headers=headers)
 
 
 async def _unstorable(_request: Request, exc: Exception) -> OrjsonResponse:

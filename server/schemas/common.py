@@ -40,6 +40,8 @@ class FieldError(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    """Every 4xx: a message, or for 422 the list of fields at fault."""
+    """Every 4xx: a message, or for 422 the list of fields at fault; `code` where a caller may act on the reason
+    (`attempt_superseded`: a trainer's report of an attempt that is over)."""
 
     detail: str | list[FieldError]
+    code: str | None = None

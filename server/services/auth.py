@@ -15,8 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import ApiToken, AuditEvent, Job, Membership, Team, User, utcnow
-from server.services.errors import FieldErrors, Forbidden, Unauthorized
+from server.models import ApiToken, AuditEvent, Job, JobAttempt, JobStatus, Membership, Team, User, utcnow
+from server.services.errors import AttemptSuperseded, FieldErrors, Forbidden, Unauthorized
 from server.services.password_pool import in_hashing_pool
 from server.services.sql_text import column_types, select_text
 from server.services.tokens import USER_TOKEN_PREFIX, hash_token, new_token
@@ -192,14 +192,28 @@ def authenticate_password(session: Session, username: str, password: str) -> Use
 
 
 def authenticate_job_token(session: Session, raw: str, job_id: int) -> Job:
-    """A trainer's token → the one job it may write. Another job's token → 403; a finished job's → 401."""
+    """A trainer's token → the one job it may write. Another job's token → 403; a finished job's → 401; the token of
+    an attempt the job has left behind (sent back to the queue, started again) → 409 AttemptSuperseded, so that
+    its reporter stops."""
     digest = hash_token(raw)
     holder = session.scalar(select(Job).where(Job.token_hash == digest))
     if holder is None:
+        _refuse_past_attempt(session, digest, job_id)
         raise Unauthorized("invalid job token (unknown, or its job has finished)")
     if holder.id != job_id:
         raise Forbidden(f"this token writes to job {holder.id} only")
     return holder
+
+
+def _refuse_past_attempt(session: Session, digest: str, job_id: int) -> None:
+    """AttemptSuperseded when `digest` is the token of an attempt of `job_id` that is over while the job goes on."""
+    past = session.execute(
+        select(JobAttempt.attempt, Job.attempt, Job.status)
+        .join(Job, Job.id == JobAttempt.job_id)
+        .where(JobAttempt.token_hash == digest, JobAttempt.job_id == job_id)
+    ).first()
+    if past is not None and (past[0] < past[1] or past[2] == JobStatus.QUEUED):
+        raise AttemptSuperseded(job_id, past[0], past[1])
 
 
 def _start_event(action: str, actor_name: str, admin: User, detail: str) -> AuditEvent:

@@ -10,6 +10,7 @@ from typing import Any
 
 class ServiceError(Exception):
     status_code = 400
+    code: str | None = None  # a machine-readable reason beside `detail`, for callers that act on it
 
     def __init__(self, detail: Any) -> None:
         super().__init__(detail)
@@ -30,6 +31,17 @@ class NotFound(ServiceError):
 
 class Conflict(ServiceError):
     status_code = 409
+
+
+class AttemptSuperseded(Conflict):
+    """409 with code `attempt_superseded`: the report is of an attempt that is over, the job having been sent back
+    to the queue or started again since. Its reporter should stop (trainer.reporting.reporter)."""
+
+    code = "attempt_superseded"
+
+    def __init__(self, job_id: int, attempt: int, current: int) -> None:
+        now = f"the job is at attempt {current}" if current > attempt else "the job is back in the queue"
+        super().__init__(f"attempt {attempt} of job {job_id} is over: {now}")
 
 
 class PayloadTooLarge(ServiceError):

@@ -28,6 +28,15 @@ def test_each_executor_class_is_named_by_its_options_model() -> None:
         assert cls.name == name == cls.options_model.model_fields["name"].default
 
 
+def test_a_new_executor_subclass_takes_its_name_from_its_options_model() -> None:
+    """How an executor is added (base.py): the subclass names its options model, and is named by it."""
+
+    class Recounting(NativeExecutor):
+        options_model = JaggOptions
+
+    assert Recounting.name == "jagg"
+
+
 def test_an_executor_refuses_another_executor_s_options_naming_both(job: TrainingJob) -> None:
     with pytest.raises(TypeError, match=r"^NativeExecutor takes NativeOptions, not JaggOptions$"):
         NativeExecutor(job, JaggOptions())

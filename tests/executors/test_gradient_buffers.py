@@ -59,7 +59,8 @@ def test_per_rank_scales_its_one_sample_s_gradient_in_place() -> None:
 def test_per_rank_refuses_a_second_sample_in_one_group() -> None:
     buffer = PerRankBuffer(params())
     buffer.sample_done(1.0, 0.0)
-    with pytest.raises(RuntimeError, match="one sample per group"):
+    refusal = r"^per_rank buffers hold one sample per group; a second would mix into \.grad$"
+    with pytest.raises(RuntimeError, match=refusal):
         buffer.sample_done(1.0, 0.0)
 
 
@@ -75,6 +76,17 @@ def test_per_sample_sums_each_sample_s_gradient_times_its_factor() -> None:
     assert torch.allclose(tensors[0].grad, sum(f * p for f, p in zip(factors, P, strict=True)))
     assert torch.allclose(tensors[1].grad, sum(f * q.double() for f, q in zip(factors, Q, strict=True)))
     assert buffer.peak_bytes == 3 * (3 * 4 + 2 * 8) and buffer.buffers == [] and buffer.regime == 2
+
+
+def test_per_sample_refuses_factors_that_do_not_match_its_samples() -> None:
+    """A factor more or fewer would drop a sample's gradient, or a correction, without a word."""
+    tensors = params()
+    buffer = PerSampleBuffers(tensors)
+    for q in range(2):
+        provisional(tensors, q)
+        buffer.sample_done(1.0, 0.0)
+    with pytest.raises(ValueError, match="zip"):
+        buffer.close([1.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize("offset", [None, 0.7], ids=["first-reward-offset", "given-offset"])

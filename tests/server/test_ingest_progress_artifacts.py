@@ -32,6 +32,19 @@ def test_progress_reply_tells_the_trainer_a_cancel_was_requested(
     assert response.json() == {"cancel_requested": True}
 
 
+def test_progress_of_an_earlier_attempt_is_refused_as_superseded_with_a_code_the_reporter_acts_on(
+    harness: Harness, running: tuple[int, Headers]
+) -> None:
+    job_id, _ = running
+    token = harness.start_job(job_id)  # the platform started the job again: attempt 2
+    body = {"attempt": 1, "step": 4, "total_steps": 10}
+    response = harness.client.post(f"/api/v1/ingest/{job_id}/progress", json=body, headers=token)
+    assert (response.status_code, response.json()) == (
+        409,
+        {"detail": f"attempt 1 of job {job_id} is over: the job is at attempt 2", "code": "attempt_superseded"},
+    )
+
+
 def test_artifact_inside_the_job_folder_is_registered_with_its_size(
     harness: Harness, running: tuple[int, Headers]
 ) -> None:

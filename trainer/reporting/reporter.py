@@ -21,6 +21,11 @@ be supervised and could outlive a killed trainer.
 The server stores each point once under its natural key (job, key, step, attempt), so a batch sent
 twice — acknowledged but the offset not yet written — stores nothing twice. Every line a human
 should see is printed to stdout, the job log.
+
+A reporter whose attempt is over (the platform sent the job back to the queue or started it again, and this
+trainer still runs) is answered 409 with code ``attempt_superseded``: it prints that answer once and stops,
+spooling and sending nothing more, and leaves the spool to the attempt that goes on. The progress of an earlier
+attempt found in the spool is not sent: the server keeps only the current attempt's live fields.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from trainer.spec.probe_report import ProbeReport
 
 log = logging.getLogger(__name__)
 
+SUPERSEDED_CODE = "attempt_superseded"  # server.services.errors.AttemptSuperseded
 SPOOL_NAME = "reporter-spool.jsonl"
 OFFSET_NAME = "reporter-spool.offset"
 MAX_BACKOFF_S = 5.0
@@ -60,6 +66,10 @@ MAX_UNACKNOWLEDGED = 2000  # spool lines the background thread holds in memory a
 READ_CHUNK_BYTES = 1 << 22
 CLOSE_TIMEOUT_S = 120.0  # the longest a finished trainer waits for the server to take its last events
 IN_FLIGHT_GRACE_S = 20.0  # a request under way when closing times out: its own timeouts and retries
+
+
+class _Superseded(Exception):
+    """The server said this reporter's attempt is over: the background thread stops."""
 
 
 class Reporter:
@@ -84,6 +94,7 @@ class Reporter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
+        self._superseded = threading.Event()
         self._backoff = 0.5
         self._give_up_at = 0.0
         self._thread: threading.Thread | None = None
@@ -113,6 +124,11 @@ class Reporter:
             int(os.environ.get("SFUMATO_JOB_ATTEMPT", "1")),
             os.environ.get("SFUMATO_JOB_TOKEN"),
         )
+
+    @property
+    def superseded(self) -> bool:
+        """The server answered that this reporter's attempt is over; it reports nothing more."""
+        return self._superseded.is_set()
 
     # --- called from the training loop: never waits on the network, never raises -----------
     def print(self, line: str) -> None:
@@ -182,8 +198,11 @@ class Reporter:
         self._client.close()
         os.close(self._read_fd)
         with self._lock:
-            os.close(self._fd)
-            self._fd = -1
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            if self.superseded:
+                return  # the spool is the attempt's that goes on
             if self._shipped_offset() >= self.spool_path.stat().st_size:
                 self.spool_path.unlink()
                 self.offset_path.unlink(missing_ok=True)
@@ -207,6 +226,8 @@ class Reporter:
             self._wake.clear()
             try:
                 drained = self._ship()
+            except _Superseded:
+                return
             except Exception:  # the reporter must never take training down
                 log.exception("reporter failed; events kept in %s", self.spool_path)
                 drained = False
@@ -259,7 +280,7 @@ class Reporter:
         """Send the unacknowledged requests, acknowledging as it goes; a run of metric, sample and progress
         lines of one attempt goes as one metrics batch, the samples and one progress report."""
         while self._unacknowledged:
-            count, requests = _next_group(self._unacknowledged)
+            count, requests = _next_group(self._unacknowledged, self.attempt)
             for request in requests:
                 if not self._send_with_retries(request):
                     return False
@@ -288,21 +309,34 @@ class Reporter:
         except TransportError:
             return False
         if 400 <= status < 500:
+            if status == 409 and _attempt(request) >= self.attempt and _code(body) == SUPERSEDED_CODE:
+                self._stop_superseded(body)
             text = body[:200].decode(errors="replace")
             self.print(f"reporter: {request['kind']} refused with {status}: {text}")
             return True
         return status < 400
+
+    def _stop_superseded(self, body: bytes) -> None:
+        """Print the server's answer once, spool nothing more and end the background thread."""
+        self._superseded.set()
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+        self.print(f"reporter: stopped reporting: {orjson.loads(body).get('detail', '')}")
+        raise _Superseded
 
 
 _LATEST_WINS = ("reward", "samples_per_s")  # progress fields the server keeps only when not null
 _GROUPED = ("metrics", "samples", "progress")
 
 
-def _next_group(lines: list[tuple[int, dict[str, Any]]]) -> tuple[int, list[dict[str, Any]]]:
+def _next_group(lines: list[tuple[int, dict[str, Any]]], current_attempt: int) -> tuple[int, list[dict[str, Any]]]:
     """How many of the first lines go together, and their requests: an artifact alone; else the run of metric,
     sample and progress lines of one attempt (up to MAX_BATCH_STEPS metric steps) as one metrics batch, the
     samples, and one progress report with what the server would hold after applying each in turn (the last
-    values, a null not overwriting an earlier value). Re-sending any of
+    values, a null not overwriting an earlier value); no progress report for an attempt before
+    `current_attempt` (the server keeps only the current attempt's). Re-sending any of
     these stores nothing twice, so a run cut short by an error is simply sent again."""
     first = lines[0][1]
     if first["kind"] not in _GROUPED:
@@ -327,8 +361,20 @@ def _next_group(lines: list[tuple[int, dict[str, Any]]]) -> tuple[int, list[dict
             progress = {**body, **kept}
     # One MetricBatch: the steps of the run's spooled MetricBatch lines, each validated when it was reported.
     group = [{"kind": "metrics", "json": {"attempt": attempt, "steps": steps}}] if steps else []
-    return count, group + samples + ([{"kind": "progress", "json": progress}] if progress else [])
+    current = progress is not None and attempt >= current_attempt
+    return count, group + samples + ([{"kind": "progress", "json": progress}] if current else [])
 
 
 def _attempt(request: dict[str, Any]) -> int:
-    return int(request["data"]["attempt"] if request["kind"] == "samples" else request["json"]["attempt"])
+    """The attempt a spooled request reports for; the advisor's probe report carries none (its job has one)."""
+    fields = request["data"] if request["kind"] == "samples" else request["json"]
+    return int(fields.get("attempt", 0))
+
+
+def _code(body: bytes) -> str | None:
+    """The `code` of a JSON error answer, if any."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return answer.get("code") if isinstance(answer, dict) else None
