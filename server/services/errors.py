@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer.spec.ingest import ATTEMPT_SUPERSEDED_CODE
+
 
 class ServiceError(Exception):
     status_code = 400
@@ -37,7 +39,7 @@ class AttemptSuperseded(Conflict):
     """409 with code `attempt_superseded`: the report is of an attempt that is over, the job having been sent back
     to the queue or started again since. Its reporter should stop (trainer.reporting.reporter)."""
 
-    code = "attempt_superseded"
+    code = ATTEMPT_SUPERSEDED_CODE
 
     def __init__(self, job_id: int, attempt: int, current: int) -> None:
         now = f"the job is at attempt {current}" if current > attempt else "the job is back in the queue"

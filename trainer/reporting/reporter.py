@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from trainer.reporting.ingest_client import IngestClient, TransportError
 from trainer.spec.ingest import (
+    ATTEMPT_SUPERSEDED_CODE,
     ArtifactKind,
     ArtifactRecord,
     MetricBatch,
@@ -57,7 +58,6 @@ from trainer.spec.probe_report import ProbeReport
 
 log = logging.getLogger(__name__)
 
-SUPERSEDED_CODE = "attempt_superseded"  # server.services.errors.AttemptSuperseded
 SPOOL_NAME = "reporter-spool.jsonl"
 OFFSET_NAME = "reporter-spool.offset"
 MAX_BACKOFF_S = 5.0
@@ -309,7 +309,7 @@ class Reporter:
         except TransportError:
             return False
         if 400 <= status < 500:
-            if status == 409 and _attempt(request) >= self.attempt and _code(body) == SUPERSEDED_CODE:
+            if status == 409 and _attempt(request) >= self.attempt and _code(body) == ATTEMPT_SUPERSEDED_CODE:
                 self._stop_superseded(body)
             text = body[:200].decode(errors="replace")
             self.print(f"reporter: {request['kind']} refused with {status}: {text}")

@@ -28,6 +28,8 @@ Step = Annotated[int, Field(ge=0, le=MAX_INT32)]
 MAX_WALL_TIME = 32_503_680_000.0
 WallTime = Annotated[float, Field(ge=0, le=MAX_WALL_TIME, allow_inf_nan=False)]
 Attempt = Annotated[int, Field(ge=1, le=10_000)]
+# The `code` of the 409 answering a report of an attempt that is over: its reporter stops.
+ATTEMPT_SUPERSEDED_CODE = "attempt_superseded"
 MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
 SampleKind = Literal["eval", "train"]
 ArtifactKind = Literal["checkpoint", "model"]
