@@ -242,6 +242,17 @@ def remove_folder(folder: Path) -> None:
 TRAINING_KEYS = frozenset({"reward/mean", "loss", "kl", "grad_norm", "time/step"})  # logged every step
 
 
+# On a CPU the trainer measures a step's memory on each attempt's first step only (the profiler slows a step
+# tenfold; trainer/run.py): those keys must hold step 1 and no step twice, and may skip the others.
+ATTEMPT_START_PREFIX = "memory/"
+
+
+def whole(key: str, steps: list[int], expected: list[int]) -> bool:
+    if key.startswith(ATTEMPT_START_PREFIX):
+        return steps[:1] == [1] and len(set(steps)) == len(steps) and set(steps) <= set(expected)
+    return steps == expected
+
+
 def steps_off_per_key(database_url: str, job_id: int, total_steps: int) -> dict[str, list[int]]:
     """Every metric key whose live steps are not 1..total_steps once each, with its live steps (a doubled step
     listed twice); empty when every key the run logged is whole. A run that logged no training keys at all is
@@ -251,7 +262,7 @@ def steps_off_per_key(database_url: str, job_id: int, total_steps: int) -> dict[
         if not superseded:
             live.setdefault(key, []).append(step)
     expected = list(range(1, total_steps + 1))
-    off = {key: sorted(steps) for key, steps in live.items() if sorted(steps) != expected}
+    off = {key: sorted(steps) for key, steps in live.items() if not whole(key, sorted(steps), expected)}
     for key in TRAINING_KEYS - live.keys():
         off[key] = []
     return off
