@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +18,8 @@ from torch import nn
 
 from trainer.advantages import Advantages, group_advantages
 from trainer.algorithms.base import Algorithm, StepPlan
+from trainer.algorithms.forward import ForwardAlgorithm, ForwardInputs, Renoised
+from trainer.algorithms.old_policy import OldPolicy
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed, init_distributed
 from trainer.fsdp_gradients import (
@@ -120,7 +122,10 @@ class TrainingJob:
         # The KL's frozen reference under full fine-tuning (LoRA: the adapter disabled, no copy). Under FSDP it is
         # made after the sharding, sharded like the policy (trainer/reference_policy.py), never a full device copy.
         self.reference: nn.Module | None = None
-        needs_reference = spec.algorithm.kl_beta > 0 and spec.model.finetune == "full"
+        forward = algorithm if isinstance(algorithm, ForwardAlgorithm) else None
+        needs_reference = (spec.algorithm.kl_beta > 0 or bool(forward and forward.uses_reference)) and (
+            spec.model.finetune == "full"
+        )
         skeleton = meta_skeleton(self.policy) if needs_reference and self.sharding.fsdp else None
         if needs_reference and skeleton is None:
             self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
@@ -133,6 +138,8 @@ class TrainingJob:
                 self.reference = sharded_reference(skeleton, self.policy, family.compute_dtype, dist.device)
                 count_collectives(self.reference, self.collectives)
             self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
+        # The forward family's old policy (trainer/algorithms/old_policy.py): a copy of the trainable weights.
+        self.old_policy = OldPolicy(self.parameters) if forward is not None else None
         self.optimizer = torch.optim.AdamW(
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
@@ -303,7 +310,9 @@ class TrainingJob:
         self, trajectory: Trajectory, plan: StepPlan, position: int, advantages: torch.Tensor
     ) -> StepTerms:
         """Forward the ``position``-th trained step of every local sample (with grad if enabled)
-        and return its clipped policy loss plus β·KL."""
+        and return its clipped policy loss plus β·KL (the forward family: ``forward_step``)."""
+        if self.algorithm.family == "forward":
+            return self.forward_step(trajectory, plan, position, advantages)
         spec, grid = self.spec.algorithm, self.denoiser.grid
         rows = torch.arange(trajectory.latents.shape[0], device=grid.device)
         index = plan.trained[:, position].to(grid.device)
@@ -319,6 +328,57 @@ class TrainingJob:
                 reference = sde_step(self.reference_velocity(x, index, trajectory), x, index, grid, x_next)
             kl = reference_kl(out.mean, reference.mean, self.algorithm.kl_std(out))
         return StepTerms.of(out.log_prob, old, terms, kl, spec.kl_beta)
+
+    # --- the forward family (docs/algorithms.md §7) -----------------------------------------
+    def sampling_weights(self, step: int) -> AbstractContextManager[None]:
+        """The weights a step's rollout samples with: the old policy's where the forward algorithm says so."""
+        algorithm = self.algorithm
+        if self.old_policy is None or not isinstance(algorithm, ForwardAlgorithm):
+            return nullcontext()
+        if not algorithm.samples_with_old(step):
+            return nullcontext()
+        return self.old_policy.swapped_in(self.parameters)
+
+    def follow_old_policy(self, step: int) -> None:
+        """After step ``step``'s updates: old ← d · old + (1 − d) · θ with the algorithm's decay."""
+        if self.old_policy is not None and isinstance(self.algorithm, ForwardAlgorithm):
+            self.old_policy.follow(self.parameters, self.algorithm.old_decay(step))
+
+    def forward_step(
+        self, trajectory: Trajectory, plan: StepPlan, position: int, advantages: torch.Tensor
+    ) -> StepTerms:
+        """The forward family's loss at the ``position``-th re-noising time of every local sample: its clean latent
+        re-noised to that time's σ, the conditional velocity of the policy (with grad), of the old policy and of
+        the reference (no grad), the algorithm's loss, plus β · mean (v_θ − v_ref)² (upstream's KL in v-space)."""
+        algorithm, spec, grid = self.algorithm, self.spec.algorithm, self.denoiser.grid
+        assert isinstance(algorithm, ForwardAlgorithm) and self.old_policy is not None and plan.noise_seeds is not None
+        seeds = plan.noise_seeds[:, position]
+        sigma = grid.sigma(plan.trained[:, position].to(grid.device))
+        renoised = Renoised.draw(trajectory.latents[:, -1], sigma, seeds)
+        x, cond = renoised.noised, trajectory.cond
+        velocity = self.family.velocity(self.policy, x, renoised.sigma, cond, None, 1.0)
+        old = reference = None
+        with torch.no_grad():
+            if algorithm.uses_old:
+                with self.old_policy.swapped_in(self.parameters):
+                    old = self.family.velocity(self.policy, x, renoised.sigma, cond, None, 1.0)
+            if algorithm.uses_reference or spec.kl_beta > 0:
+                reference = self.conditional_reference_velocity(x, renoised.sigma, cond)
+        inputs = ForwardInputs(velocity, old, reference, renoised, advantages, seeds, self.dist)
+        terms = algorithm.loss(inputs)
+        kl = None
+        if spec.kl_beta > 0 and reference is not None:
+            kl = (velocity - reference).square().reshape(x.shape[0], -1).mean(dim=1).mean()
+        log_ratio = terms.ratio.log()
+        policy = PolicyTerms(terms.loss, terms.ratio, terms.clipped)
+        return StepTerms.of(log_ratio, torch.zeros_like(log_ratio), policy, kl, spec.kl_beta)
+
+    def conditional_reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
+        """The reference's conditional velocity: the frozen copy, or (LoRA) the base model with the adapter disabled."""
+        if self.reference is not None:
+            return self.family.velocity(self.reference, x, sigma, cond, None, 1.0)
+        with self.policy.disable_adapter():  # type: ignore[operator]
+            return self.family.velocity(self.policy, x, sigma, cond, None, 1.0)
 
     def reference_velocity(self, x: torch.Tensor, index: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
         """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""

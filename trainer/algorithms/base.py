@@ -32,6 +32,8 @@ class Algorithm(ABC):
         self.spec = spec
         # The stochastic step every rollout and trained step takes: CPS where the spec selects it (§2.3).
         self.sde_kind: SdeKind = "cps" if spec.sampler == "cps" else self.gaussian_kind
+        if spec.guard:  # GRPO-Guard's τ-scaled log-probability (docs/algorithms.md §5.3)
+            self.sde_kind = "flow_grpo_guard"
         self.sigmas = sigmas
         self.seed = seed
         self.steps = spec.sampling_steps

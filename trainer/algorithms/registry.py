@@ -9,6 +9,7 @@ from trainer.algorithms.dance_grpo import DanceGRPO
 from trainer.algorithms.flash_grpo import FlashGRPO
 from trainer.algorithms.flow_grpo import FlowGRPO
 from trainer.algorithms.flow_grpo_fast import FlowGRPOFast
+from trainer.algorithms.mix_grpo import MixGRPO
 from trainer.spec import AlgorithmSpec
 
 ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
@@ -16,6 +17,7 @@ ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
     "flow_grpo_fast": FlowGRPOFast,
     "dance_grpo": DanceGRPO,
     "flash_grpo": FlashGRPO,
+    "mix_grpo": MixGRPO,
 }
 
 

@@ -27,7 +27,7 @@ class NativeExecutor(Executor):
         started = device_seconds(job.dist.device)
         report = StepReport(job.collectives)
         plan = job.plan(batch)
-        with torch.no_grad():
+        with torch.no_grad(), job.sampling_weights(batch.step):
             trajectory = job.rollout(batch, plan)
         rolled = device_seconds(job.dist.device)
         scores = job.score(trajectory, batch)
@@ -37,6 +37,7 @@ class NativeExecutor(Executor):
         sync_seconds = sum(
             recompute_update(job, trajectory, plan, advantages, report) for _ in range(job.spec.algorithm.inner_epochs)
         )
+        job.follow_old_policy(batch.step)
         finished = device_seconds(job.dist.device)
         times = {
             "rollout": rolled - started,

@@ -18,7 +18,7 @@ import torch
 if TYPE_CHECKING:
     from trainer.sampling.step_grid import StepGrid
 
-SdeKind = Literal["flow_grpo", "dance", "flash", "cps"]
+SdeKind = Literal["flow_grpo", "flow_grpo_guard", "dance", "flash", "cps"]
 
 
 @dataclass
@@ -37,7 +37,7 @@ def _per_sample(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 def diffusion_coefficient(kind: SdeKind, sigmas: torch.Tensor, i: torch.Tensor, level: float) -> torch.Tensor:
     """g_i per sample for the Gaussian samplers (§2.2), in fp64."""
     s = sigmas[i]
-    if kind == "flow_grpo":
+    if kind in ("flow_grpo", "flow_grpo_guard"):
         denominator = 1 - torch.where(s == 1, sigmas[1], s)
         return level * torch.sqrt(s / denominator)
     if kind == "dance":

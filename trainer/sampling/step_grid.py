@@ -7,6 +7,8 @@ step builds a coefficient on the host or mixes devices (docs/algorithms.md §2):
 - the Gaussian samplers: μ = x (1 + g²Δ/(2σ)) + v Δ (1 + g²(1 − σ)/(2σ)), τ = g √(−Δ),
   log p = −(x' − μ)²/(2τ²) − log τ − ½ log 2π;
 - CPS: μ = (1 − σ') (x − σ v) + √(σ'² − τ²) (x + (1 − σ) v), τ = σ' sin(ηπ/2), log p = −(x' − μ)²;
+- GRPO-Guard's step (``flow_grpo_guard``): Flow-GRPO's transition with its log-probability scaled by τ, so the
+  ratio is exp(τ (ℓ_θ − ℓ_old)), GRPO-Guard's normalised ratio at the rollout's weights (docs/algorithms.md §5.3);
 - the Euler (ODE) step: x + Δ v.
 """
 
@@ -63,6 +65,8 @@ class StepGrid:
             kl_std = g
             residual_scale = 1 / (2 * tau**2)
             log_offset = -torch.log(tau) - 0.5 * math.log(2 * math.pi)
+            if kind == "flow_grpo_guard":
+                residual_scale, log_offset = residual_scale * tau, log_offset * tau
         tables = (grid, d, x_coefficient, v_coefficient, tau, kl_std, residual_scale, log_offset)
         return cls(kind, level, *(t.to(device=device, dtype=torch.float32) for t in tables))
 

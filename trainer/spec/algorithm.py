@@ -1,4 +1,5 @@
-"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO) and its numbers.
+"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO, MixGRPO) and its
+numbers.
 
 Where an algorithm's upstream code fixes a choice (its trained steps, its advantage std, its KL form,
 whether it has a CPS step), ``UPSTREAM`` holds it and a field left unset takes it; docs/algorithms.md
@@ -15,11 +16,12 @@ from pydantic import Field, model_validator
 
 from trainer.spec.base import Section, SpecProblems
 
-AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo"]
+AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo", "mix_grpo"]
 ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
 
 Sampler = Literal["sde", "cps"]
 KlForm = Literal["flow_grpo", "exact"]
+WindowSchedule = Literal["progressive", "random"]
 
 
 @dataclass(frozen=True)
@@ -35,14 +37,20 @@ class Upstream:
     noise_level: float  # a (Flow-GRPO) or η (DanceGRPO); Flash-GRPO's g = σ_1 σ does not read it
     clip_range: float
     init_same_noise: bool  # one starting noise per group (every member starts from the same latent)
+    guard: bool = False  # its step is Flow-GRPO's Gaussian, the one GRPO-Guard's ratio is written for
 
 
 UPSTREAM: dict[str, Upstream] = {
-    "flow_grpo": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False),
-    "flow_grpo_fast": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False),
+    "flow_grpo": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False, guard=True),
+    "flow_grpo_fast": Upstream(1.0, True, False, 1e-4, "flow_grpo", ("sde", "cps"), 0.7, 1e-4, False, guard=True),
     "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",), 0.3, 1e-4, True),
     "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",), 0.7, 1e-3, False),
+    "mix_grpo": Upstream(1.0, False, True, 1e-8, "flow_grpo", ("sde",), 0.7, 1e-4, True, guard=True),
 }
+
+# MixGRPO's sliding window as its released scripts set it: (window_size, window_shift_interval, window_stride).
+MIX_WINDOW: dict[str, tuple[int, int, int]] = {"mix_grpo": (4, 25, 1)}
+MIX_OPTIONS = frozenset({"window_size", "window_shift_interval", "window_stride", "window_schedule"})
 
 # Fields that, left unset, take the algorithm's upstream value.
 UPSTREAM_FIELDS = ("global_std", "unbiased_std", "kl_form", "noise_level", "clip_range", "init_same_noise")
@@ -53,6 +61,7 @@ ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
     "flow_grpo_fast": frozenset({"window_size", "window_range"}),
     "dance_grpo": frozenset(),
     "flash_grpo": frozenset({"candidate_steps"}),
+    "mix_grpo": MIX_OPTIONS,
 }
 
 
@@ -105,7 +114,25 @@ class AlgorithmSpec(Section):
     )
     max_grad_norm: float = Field(1.0, gt=0)
     inner_epochs: int = Field(1, ge=1, le=16)
-    window_size: int | None = Field(None, ge=1, description="flow_grpo_fast: SDE window length")
+    window_size: int | None = Field(
+        None, ge=1, description="flow_grpo_fast, mix_grpo: SDE window length (mix_grpo default 4)"
+    )
+    window_shift_interval: int | None = Field(
+        None,
+        ge=1,
+        description="mix_grpo: optimizer steps before a progressive window moves (default 25)",
+    )
+    window_stride: int | None = Field(None, description="mix_grpo: steps a progressive window moves by (default 1)")
+    window_schedule: WindowSchedule | None = Field(
+        None,
+        description="mix_grpo: 'progressive' (the window slides from the first step, then rolls back) or 'random' "
+        "(a uniformly drawn start each step); default progressive",
+    )
+    guard: bool = Field(
+        False,
+        description="GRPO-Guard: the ratio normalised by the step's std, which reweights the steps' gradients "
+        "(flow_grpo, flow_grpo_fast, mix_grpo with sampler 'sde')",
+    )
     window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
     candidate_steps: int | None = Field(
         None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from"
@@ -124,7 +151,8 @@ class AlgorithmSpec(Section):
         problems = SpecProblems("AlgorithmSpec")
         for option in sorted(set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]):
             if getattr(self, option) is not None:
-                problems.add(option, f"does not apply to algorithm {self.name!r}")
+                users = ", ".join(name for name, options in ALGORITHM_OPTIONS.items() if option in options)
+                problems.add(option, f"does not apply to algorithm {self.name!r}; it applies to {users}")
         upstream = UPSTREAM[self.name]
         if self.sampler not in upstream.samplers:
             allowed = ", ".join(upstream.samplers)
@@ -138,6 +166,10 @@ class AlgorithmSpec(Section):
             self._window(last, problems)
         if self.name == "flash_grpo":
             self._candidates(last, problems)
+        if self.name in MIX_WINDOW:
+            self._mix_window(problems)
+        if self.guard:
+            self._guard(upstream, problems)
         if self.train_timesteps is None:
             self.train_timesteps = max(1, math.floor(upstream.trained_fraction * last))
         if self.train_timesteps >= self.sampling_steps and "train_timesteps" not in problems:
@@ -172,7 +204,41 @@ class AlgorithmSpec(Section):
                 f"the last trainable step is {last - 1}, so end must be at most {last - self.window_size + 1}",
             )
 
+    def _mix_window(self, problems: SpecProblems) -> None:
+        """MixGRPO's window of SDE steps, trained; upstream keeps it within steps 0..T-3 (max_timesteps T - 2)."""
+        size, interval, stride = MIX_WINDOW[self.name]
+        self.window_size = size if self.window_size is None else self.window_size
+        self.window_shift_interval = self.window_shift_interval or interval
+        self.window_stride = stride if self.window_stride is None else self.window_stride
+        self.window_schedule = self.window_schedule or "progressive"
+        limit = self.sampling_steps - 2
+        if limit < 1:
+            problems.add("sampling_steps", f"{self.name} needs at least 3 steps: its window lies in steps 0..T-3")
+            return
+        if self.window_size > limit:
+            message = f"must be at most sampling_steps - 2 = {limit}: the window lies in steps 0..{limit - 1}"
+            problems.add("window_size", f"{message}; allowed 1..{limit}")
+            return
+        if self.train_timesteps not in (None, self.window_size):
+            problems.add("train_timesteps", f"{self.name} trains its window: leave it unset or {self.window_size}")
+        self.train_timesteps = self.window_size
+        starts = limit - self.window_size
+        if not 1 <= self.window_stride <= max(1, starts):
+            problems.add("window_stride", f"must be in 1..{max(1, starts)}: the window's starts are 0..{starts}")
+
+    def _guard(self, upstream: Upstream, problems: SpecProblems) -> None:
+        """GRPO-Guard's ratio is written for Flow-GRPO's Gaussian step, at the rollout's weights."""
+        allowed = ", ".join(name for name, up in UPSTREAM.items() if up.guard)
+        if not upstream.guard:
+            problems.add("guard", f"GRPO-Guard is written for Flow-GRPO's SDE step; allowed with {allowed}")
+        elif self.sampler != "sde":
+            problems.add("guard", "GRPO-Guard is written for Flow-GRPO's SDE step; allowed with sampler 'sde'")
+        if self.inner_epochs != 1:
+            message = "GRPO-Guard's old step mean is the rollout's, which the trainer has only while the weights are "
+            problems.add("guard", message + "the rollout's: it needs inner_epochs 1")
+
     def _candidates(self, last: int, problems: SpecProblems) -> None:
+
         """One trained step per prompt, drawn from steps 0..candidate_steps-1."""
         if self.candidate_steps is None:
             self.candidate_steps = max(1, self.sampling_steps // 2)

@@ -9,23 +9,30 @@ as null; nulls are read as "not set", so such a spec still validates.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import Field
 
 from trainer.spec.base import Section, SpecError
+from trainer.spec.forward_family import Family
+
+# The algorithm families an executor serves (docs/algorithms.md §7): a schedule built on the rollout's
+# trajectory log-probs serves the GRPO family only; one that re-forwards after the rollout serves both.
+TRAJECTORY_ONLY: tuple[Family, ...] = ("grpo",)
 
 
 class NativeOptions(Section):
     """The reference schedule: roll out without grad, then re-forward and backward every trained step."""
 
     name: Literal["native"] = "native"
+    families: ClassVar[tuple[Family, ...]] = ("grpo", "forward")
 
 
 class LeanRetainOptions(Section):
     """Keep each trained step's graph from the rollout and backward it once the advantages are known."""
 
     name: Literal["lean_retain"] = "lean_retain"
+    families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
     max_retained_graphs: int | None = Field(
         None, ge=1, description="graphs kept at once per rank before refusing (default: no limit)"
     )
@@ -41,6 +48,7 @@ class LeanReweightOptions(Section):
     """Backward each sample's trained steps during its rollout, then rescale by the advantage."""
 
     name: Literal["lean_reweight"] = "lean_reweight"
+    families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
     buffer_regime: Literal["auto", "per_rank", "per_sample", "affine"] = Field(
         "auto", description="how per-sample gradients are buffered"
     )
@@ -59,6 +67,7 @@ class JaggOptions(Section):
     """Backward only the two ends of each routed group of trained steps, interpolating the rest."""
 
     name: Literal["jagg"] = "jagg"
+    families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
     group_width: int = Field(4, ge=2, description="trained steps per routed group")
     jagg_frac: float = Field(0.6, ge=0, le=1, description="fraction of groups (high noise) aggregated")
     cosine_warn: float | None = Field(
@@ -82,6 +91,7 @@ class DigenrlOptions(Section):
     """A rollout pool and a trainer pool, pipelined group by group."""
 
     name: Literal["digenrl"] = "digenrl"
+    families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
     rollout_devices: int = Field(
         1, ge=1, description="devices in the rollout pool (with resources.pools: the rollout pool's devices)"
     )
@@ -105,6 +115,11 @@ FSDP_EXECUTORS = ("native", "lean_retain", "lean_reweight")
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     name: frozenset(model.model_fields) - {"name"} for name, model in OPTION_MODELS.items()
 }
+
+
+def serving(family: Family) -> list[str]:
+    """The executors that serve ``family``, in the union's order."""
+    return [name for name, model in OPTION_MODELS.items() if family in model.families]
 
 
 def default_options(name: str) -> ExecutorOptions:

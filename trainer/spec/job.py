@@ -26,6 +26,7 @@ from trainer.spec.executor import (
     LeanReweightOptions,
     NativeOptions,
     executor_input,
+    serving,
 )
 from trainer.spec.model import ModelSpec
 from trainer.spec.prompt_cache import file_prompt_count, uncached_prompts
@@ -113,6 +114,17 @@ class JobSpec(Section):
     def _executor_fits(self, problems: SpecProblems) -> None:
         """Executor/algorithm/resources pairs that are not exact or cannot run."""
         algo, executor = self.algorithm, self.executor
+        if algo.family not in executor.families:
+            message = (
+                f"{executor.name} serves the {', '.join(executor.families)} family: its schedule is built on the "
+                f"rollout's trajectory log-probs, and {algo.name} trains on re-noised clean samples, which have none; "
+                f"allowed: {', '.join(serving(algo.family))}"
+            )
+            problems.add("executor.name", message)
+            return
+        if algo.family == "forward" and self.model.sharding == "fsdp":
+            message = f"{algo.name} keeps its old policy as a copy of the unsharded trainable weights: use 'ddp'"
+            problems.add("model.sharding", message)
         if isinstance(executor, LeanRetainOptions | LeanReweightOptions):
             self._lean_fits(executor, problems)
         if isinstance(executor, LeanRetainOptions) and executor.max_retained_graphs is not None:

@@ -1,0 +1,41 @@
+"""MixGRPO under the executors that serve Flow-GRPO: the gradient audit (docs/executors.md §4) holds at their
+classes, with its window of SDE steps and Euler steps around it, and with GRPO-Guard's τ-scaled log-probs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.executors.conftest import audit_spec
+from trainer.audit import audit
+
+MIX = {"name": "mix_grpo", "sampling_steps": 6, "window_size": 2}
+
+
+def run_audit(tmp_path: Path, spec: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return audit(path, names)["executors"]
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["mix", "mix-guard"])
+def test_lean_retain_reproduces_native_s_mix_grpo_gradient_bit_for_bit(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, guard: bool
+) -> None:
+    retain = run_audit(tmp_path, audit_spec(algorithm={**MIX, "guard": guard}), ["native", "lean_retain"])[
+        "lean_retain"
+    ]
+    assert retain["class"] == "E0" and retain["verdict"] == "pass" and retain["bitwise_equal"]
+    assert retain["grad_norm"] > 0
+
+
+def test_jagg_on_mix_grpo_aggregates_each_routed_window_group_exactly(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    spec = audit_spec(algorithm=MIX, executor={"name": "jagg", "group_width": 2, "jagg_frac": 1.0})
+    jagg = run_audit(tmp_path, spec, ["jagg"])["jagg"]
+    assert jagg["verdict"] == "report" and jagg["routed_groups"] == 1
+    assert jagg["rel_l2"] <= 1e-6 and jagg["cosine"] >= 1 - 1e-9

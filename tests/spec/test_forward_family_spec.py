@@ -1,0 +1,72 @@
+"""The forward-process family in the spec: each algorithm's upstream defaults, the other family's options
+refused naming the field, β and the advantage clip kept in range, and the executors that need trajectory
+log-probs refused by their family declaration (the API answers all of these with 422)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from trainer.spec import parse_spec, spec_errors
+from trainer.spec.executor import OPTION_MODELS
+
+
+def problems(spec: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(ValidationError) as error:
+        parse_spec(spec)
+    return {problem["field"]: problem["message"] for problem in spec_errors(error.value)}
+
+
+def test_each_forward_algorithm_takes_its_upstream_defaults() -> None:
+    nft, awm, dgpo = (parse_spec({"algorithm": {"name": n}}).algorithm for n in ("diffusion_nft", "awm", "dgpo"))
+    assert (nft.family, nft.nft_beta, nft.train_timesteps, nft.clip_range) == ("forward", 1.0, 9, None)
+    assert (awm.awm_weighting, awm.train_timesteps, awm.clip_range) == ("ghuber", 9, 1e-4)
+    assert (dgpo.dpo_beta, dgpo.train_timesteps, dgpo.clip_range) == (100.0, 6, 5e-2)
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "field"),
+    [
+        ("diffusion_nft", {"clip_range": 0.1}, "clip_range"),
+        ("awm", {"kl_form": "exact"}, "kl_form"),
+        ("dgpo", {"sampler": "cps"}, "sampler"),
+        ("diffusion_nft", {"window_size": 2}, "window_size"),
+        ("awm", {"noise_level": 0.5}, "noise_level"),
+    ],
+)
+def test_a_grpo_only_option_on_a_forward_algorithm_is_refused_naming_it(
+    name: str, option: dict[str, Any], field: str
+) -> None:
+    assert f"algorithm.{field}" in problems({"algorithm": {"name": name, **option}})
+
+
+@pytest.mark.parametrize(("name", "option"), [("flow_grpo", "nft_beta"), ("mix_grpo", "dpo_beta")])
+def test_a_forward_only_option_on_a_grpo_algorithm_is_refused_naming_it(name: str, option: str) -> None:
+    found = problems({"algorithm": {"name": name, option: 0.5}})
+    assert "does not apply" in found[f"algorithm.{option}"]
+
+
+@pytest.mark.parametrize("beta", [0.0, -0.1, 1.5])
+def test_an_nft_beta_outside_zero_to_one_is_refused(beta: float) -> None:
+    assert "algorithm.nft_beta" in problems({"algorithm": {"name": "diffusion_nft", "nft_beta": beta}})
+
+
+def test_a_negative_advantage_clip_is_refused() -> None:
+    assert "algorithm.adv_clip" in problems({"algorithm": {"name": "awm", "adv_clip": -1.0}})
+
+
+@pytest.mark.parametrize("executor", [name for name, model in OPTION_MODELS.items() if "forward" not in model.families])
+def test_an_executor_that_needs_trajectory_log_probs_is_refused_for_the_forward_family(executor: str) -> None:
+    found = problems({"algorithm": {"name": "diffusion_nft"}, "executor": {"name": executor}})
+    assert "trajectory log-probs" in found["executor.name"] and "allowed: native" in found["executor.name"]
+
+
+def test_the_trajectory_executors_are_lean_retain_lean_reweight_jagg_and_digenrl() -> None:
+    refused = {name for name, model in OPTION_MODELS.items() if "forward" not in model.families}
+    assert refused == {"lean_retain", "lean_reweight", "jagg", "digenrl"}
+
+
+def test_native_runs_the_forward_family() -> None:
+    assert parse_spec({"algorithm": {"name": "dgpo"}, "executor": {"name": "native"}}).executor.name == "native"

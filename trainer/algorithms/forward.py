@@ -1,0 +1,126 @@
+"""The forward-process family's interface (docs/algorithms.md §7): DiffusionNFT, AWM and DGPO.
+
+They need no trajectory log-probs: the rollout runs its plain ODE (any sampler would do), its clean
+latents are re-noised by the forward process x_σ = (1 − σ) x_0 + σ ε at K times of the σ grid, and a
+flow-matching loss trains the velocity there. ``plan`` returns those times as ``StepPlan.trained``
+(indices into the grid) with the seed of each time's noise; ``loss`` turns the velocities at one time
+into the loss. The job re-noises, forwards and keeps the old policy (``trainer/algorithms/old_policy.py``).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from trainer.algorithms.base import Algorithm, StepPlan
+from trainer.distributed import Distributed
+from trainer.layout import SampleBatch
+from trainer.seeding import step_generator, stream_seed
+from trainer.spec import AlgorithmSpec
+from trainer.spec.forward_family import FORWARD_UPSTREAM
+
+
+@dataclass
+class Renoised:
+    """Clean latents x_0 re-noised to σ by the forward process with noise ε; the flow-matching target is ε − x_0."""
+
+    clean: torch.Tensor  # [B, *latent]
+    noise: torch.Tensor  # [B, *latent]
+    sigma: torch.Tensor  # [B]
+
+    @classmethod
+    def draw(cls, clean: torch.Tensor, sigma: torch.Tensor, seeds: torch.Tensor) -> Renoised:
+        """Each row's noise from its own seed (equal on every rank and in every resumed run)."""
+        shape = tuple(clean.shape[1:])
+        rows = [torch.randn(shape, generator=torch.Generator().manual_seed(int(s))) for s in seeds.tolist()]
+        return cls(clean, torch.stack(rows).to(clean), sigma.to(clean))
+
+    def expand(self, value: torch.Tensor) -> torch.Tensor:
+        return value.reshape(-1, *([1] * (self.clean.dim() - 1)))
+
+    @property
+    def noised(self) -> torch.Tensor:
+        sigma = self.expand(self.sigma)
+        return (1 - sigma) * self.clean + sigma * self.noise
+
+    @property
+    def target(self) -> torch.Tensor:
+        return self.noise - self.clean
+
+
+@dataclass
+class ForwardInputs:
+    """What a forward algorithm's loss reads at one re-noising time of every local row."""
+
+    velocity: torch.Tensor  # v_θ(x_σ, σ, c), with grad
+    old: torch.Tensor | None  # the old policy's velocity (``uses_old``), no grad
+    reference: torch.Tensor | None  # the frozen reference's velocity (``uses_reference``), no grad
+    renoised: Renoised
+    advantages: torch.Tensor  # [B] this rank's group advantages
+    noise_seeds: torch.Tensor  # [B] the time's noise seeds (DGPO: one per prompt group)
+    dist: Distributed
+
+
+@dataclass
+class ForwardTerms:
+    loss: torch.Tensor  # differentiable, mean over the local rows
+    ratio: torch.Tensor  # [B] detached; ones where the loss has no ratio
+    clipped: torch.Tensor  # [B] bool, where a clip was active
+
+
+class ForwardAlgorithm(Algorithm):
+    family = "forward"
+    uses_old: ClassVar[bool] = True
+    uses_reference: ClassVar[bool] = False
+
+    def __init__(self, spec: AlgorithmSpec, sigmas: torch.Tensor, seed: int) -> None:
+        super().__init__(spec, sigmas, seed)
+        self.upstream = FORWARD_UPSTREAM[spec.name]
+
+    def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
+        rows = len(batch.prompts)
+        times = self.times(batch)
+        shared = self.shares_noise_in_group
+        keys = batch.group_ids if shared else batch.sample_ids
+        seeds = [
+            [stream_seed(self.seed, batch.step, "renoise", int(key), 0 if shared else k) for k in range(times.shape[1])]
+            for key in keys.tolist()
+        ]
+        return StepPlan(torch.zeros(rows, self.steps, dtype=torch.bool), times, noise_seeds=torch.tensor(seeds))
+
+    shares_noise_in_group: ClassVar[bool] = False  # DGPO: a group's members share one noise at every time
+
+    def times(self, batch: SampleBatch) -> torch.Tensor:
+        """[B, K] grid indices: NVlabs' per-sample random K of the T times, or Flow-Factory's K stratified over
+        the times with σ ≥ 1 − fraction (from σ_1 without the first), the same for every row."""
+        rows, count = len(batch.prompts), self.trained_count
+        if self.upstream.time_draw == "per_sample_subset":
+            draws = []
+            for sample in batch.sample_ids.tolist():
+                generator = torch.Generator().manual_seed(stream_seed(self.seed, batch.step, "times", sample))
+                draws.append(torch.randperm(self.steps, generator=generator)[:count])
+            return torch.stack(draws)
+        sigmas = self.sigmas[: self.steps].double()
+        valid = torch.nonzero(sigmas >= 1 - self.upstream.time_fraction - 1e-6).flatten()
+        start = int(valid.min()) + (0 if self.upstream.include_first else 1)
+        end = int(valid.max())
+        bounds = torch.linspace(start, end, count + 1)
+        lower, upper = bounds[:-1].long(), bounds[1:].long()
+        uniform = torch.rand(count, generator=step_generator(self.seed, batch.step, "forward-times"))
+        shared = (lower + (uniform * (upper - lower)).long()).clamp(0, self.steps - 1)
+        return shared.expand(rows, -1).clone()
+
+    def old_decay(self, step: int) -> float:
+        """The old policy's decay after optimizer step ``step`` (0-based): min(rate · (step + 1), cap)."""
+        return min(self.upstream.old_decay_rate * (step + 1), self.upstream.old_decay_cap)
+
+    def samples_with_old(self, step: int) -> bool:
+        """Whether this step's rollout samples with the old policy's weights (NFT always; DGPO after 200 steps)."""
+        after = self.upstream.samples_with_old_after
+        return after is not None and step >= after
+
+    @abstractmethod
+    def loss(self, inputs: ForwardInputs) -> ForwardTerms: ...
