@@ -42,7 +42,7 @@ def test_a_grpo_only_option_on_a_forward_algorithm_is_refused_naming_it(
     assert f"algorithm.{field}" in problems({"algorithm": {"name": name, **option}})
 
 
-@pytest.mark.parametrize(("name", "option"), [("flow_grpo", "nft_beta"), ("mix_grpo", "dpo_beta")])
+@pytest.mark.parametrize(("name", "option"), [("flow_grpo", "nft_beta"), ("dance_grpo", "dpo_beta")])
 def test_a_forward_only_option_on_a_grpo_algorithm_is_refused_naming_it(name: str, option: str) -> None:
     found = problems({"algorithm": {"name": name, option: 0.5}})
     assert "does not apply" in found[f"algorithm.{option}"]

@@ -3,12 +3,17 @@
 It says, for every local sample, which of the T steps use the SDE (the rest are Euler ODE),
 which steps are trained and in what order, and an optional positive loss weight per sample.
 Sampling, advantages and the loss are shared code; how it is scheduled is the executor's job.
+
+An algorithm belongs to one ``family`` (docs/algorithms.md §7): 'grpo' trains the planned steps of the
+reverse trajectory; 'forward' (``trainer/algorithms/forward.py``) plans K re-noising times per sample on the
+same σ grid, with the seed of each time's noise, and adds the loss of a re-noised clean sample.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -23,9 +28,11 @@ class StepPlan:
     sde: torch.Tensor  # [B, T] bool: stochastic step (has a log-prob)
     trained: torch.Tensor  # [B, K] long: trained step indices, in training order; all sde, never T-1
     weights: torch.Tensor | None = None  # [B] positive loss weights, or None for 1
+    noise_seeds: torch.Tensor | None = None  # [B, K] forward family: the seed of each re-noising time's noise
 
 
 class Algorithm(ABC):
+    family: ClassVar[str] = "grpo"  # 'grpo' or 'forward' (trainer/spec/forward_family.py)
     gaussian_kind: SdeKind = "flow_grpo"  # the algorithm's own Gaussian step (docs/algorithms.md §2.2)
 
     def __init__(self, spec: AlgorithmSpec, sigmas: torch.Tensor, seed: int) -> None:

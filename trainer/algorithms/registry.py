@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import torch
 
+from trainer.algorithms.awm import AWM
 from trainer.algorithms.base import Algorithm
 from trainer.algorithms.dance_grpo import DanceGRPO
+from trainer.algorithms.dgpo import DGPO
+from trainer.algorithms.diffusion_nft import DiffusionNFT
 from trainer.algorithms.flash_grpo import FlashGRPO
 from trainer.algorithms.flow_grpo import FlowGRPO
 from trainer.algorithms.flow_grpo_fast import FlowGRPOFast
@@ -18,6 +21,9 @@ ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
     "dance_grpo": DanceGRPO,
     "flash_grpo": FlashGRPO,
     "mix_grpo": MixGRPO,
+    "diffusion_nft": DiffusionNFT,
+    "awm": AWM,
+    "dgpo": DGPO,
 }
 
 

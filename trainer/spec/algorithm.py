@@ -1,5 +1,5 @@
-"""The ``algorithm`` section: the objective (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO, MixGRPO) and its
-numbers.
+"""The ``algorithm`` section: the objective (the GRPO family: Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO,
+MixGRPO; the forward-process family: DiffusionNFT, AWM, DGPO) and its numbers.
 
 Where an algorithm's upstream code fixes a choice (its trained steps, its advantage std, its KL form,
 whether it has a CPS step), ``UPSTREAM`` holds it and a field left unset takes it; docs/algorithms.md
@@ -15,12 +15,26 @@ from typing import Literal, get_args
 from pydantic import Field, model_validator
 
 from trainer.spec.base import Section, SpecProblems
+from trainer.spec.forward_family import (
+    AWM_WEIGHTING,
+    DPO_BETA,
+    FORWARD_ONLY,
+    FORWARD_UPSTREAM,
+    GRPO_ONLY,
+    NFT_BETA,
+    Family,
+    default_times,
+    family_of,
+)
 
-AlgorithmName = Literal["flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo", "mix_grpo"]
+AlgorithmName = Literal[
+    "flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo", "mix_grpo", "diffusion_nft", "awm", "dgpo"
+]
 ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
 
 Sampler = Literal["sde", "cps"]
 KlForm = Literal["flow_grpo", "exact"]
+AwmWeighting = Literal["uniform", "t", "t2", "huber", "ghuber"]
 WindowSchedule = Literal["progressive", "random"]
 
 
@@ -46,6 +60,10 @@ UPSTREAM: dict[str, Upstream] = {
     "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",), 0.3, 1e-4, True),
     "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",), 0.7, 1e-3, False),
     "mix_grpo": Upstream(1.0, False, True, 1e-8, "flow_grpo", ("sde",), 0.7, 1e-4, True, guard=True),
+    # The forward family: only the advantage statistics apply (their step fields are unused placeholders).
+    "diffusion_nft": Upstream(0.99, False, False, 1e-4, "flow_grpo", ("sde",), 0.7, 1e-4, False),
+    "awm": Upstream(0.9, True, False, 1e-4, "flow_grpo", ("sde",), 0.7, 1e-4, False),
+    "dgpo": Upstream(0.6, True, False, 1e-4, "flow_grpo", ("sde",), 0.7, 5e-2, False),
 }
 
 # MixGRPO's sliding window as its released scripts set it: (window_size, window_shift_interval, window_stride).
@@ -62,6 +80,9 @@ ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
     "dance_grpo": frozenset(),
     "flash_grpo": frozenset({"candidate_steps"}),
     "mix_grpo": MIX_OPTIONS,
+    "diffusion_nft": frozenset(),
+    "awm": frozenset(),
+    "dgpo": frozenset(),
 }
 
 
@@ -137,6 +158,16 @@ class AlgorithmSpec(Section):
     candidate_steps: int | None = Field(
         None, ge=1, description="flash_grpo: steps 0..n-1 a prompt's step is drawn from"
     )
+    nft_beta: float | None = Field(
+        None,
+        gt=0,
+        le=1.0,
+        description="diffusion_nft: β of the implicit policies v_old ± β (v_θ − v_old), in (0, 1]; default 1.0",
+    )
+    dpo_beta: float | None = Field(None, gt=0, description="dgpo: β of the group preference's sigmoid; default 100")
+    awm_weighting: AwmWeighting | None = Field(
+        None, description="awm: the matching loss's weighting over σ; default 'ghuber' (power 0.25)"
+    )
     rollout_chunks: int = Field(
         1,
         ge=1,
@@ -149,6 +180,7 @@ class AlgorithmSpec(Section):
     def _consistent(self) -> AlgorithmSpec:
         """The algorithm's own options and step choices, all checked: the problems are reported together."""
         problems = SpecProblems("AlgorithmSpec")
+        self._family_options(problems)
         for option in sorted(set().union(*ALGORITHM_OPTIONS.values()) - ALGORITHM_OPTIONS[self.name]):
             if getattr(self, option) is not None:
                 users = ", ".join(name for name, options in ALGORITHM_OPTIONS.items() if option in options)
@@ -170,9 +202,12 @@ class AlgorithmSpec(Section):
             self._mix_window(problems)
         if self.guard:
             self._guard(upstream, problems)
+        if self.family == "forward":
+            self._forward_defaults(problems)
         if self.train_timesteps is None:
             self.train_timesteps = max(1, math.floor(upstream.trained_fraction * last))
-        if self.train_timesteps >= self.sampling_steps and "train_timesteps" not in problems:
+        too_many = self.train_timesteps >= self.sampling_steps and self.family == "grpo"
+        if too_many and "train_timesteps" not in problems:
             problems.add(
                 "train_timesteps",
                 f"must be less than sampling_steps ({self.sampling_steps}): the near-clean last step is never trained; "
@@ -180,6 +215,41 @@ class AlgorithmSpec(Section):
             )
         problems.raise_all()
         return self
+
+    @property
+    def family(self) -> Family:
+        """'grpo' (trains the reverse trajectory's steps) or 'forward' (re-noises clean samples)."""
+        return family_of(self.name)
+
+    def _family_options(self, problems: SpecProblems) -> None:
+        """An option of the other family, set by the user, is refused naming it (checked before upstream fills)."""
+        if self.family == "forward":
+            grpo_set = [name for name in GRPO_ONLY if getattr(self, name, None) not in (None, False)]
+            if not FORWARD_UPSTREAM[self.name].has_ratio and self.clip_range is not None:
+                grpo_set.append("clip_range")
+            for name in grpo_set:
+                message = f"is an option of the GRPO family's SDE step and ratio; {self.name} re-noises clean samples"
+                problems.add(name, message)
+            if self.sampler != "sde":
+                problems.add("sampler", f"{self.name} trains on the forward process: it has no {self.sampler!r} step")
+        for name, owners in FORWARD_ONLY.items():
+            if getattr(self, name) is not None and self.name not in owners:
+                problems.add(name, f"does not apply to algorithm {self.name!r}; it applies to {', '.join(owners)}")
+
+    def _forward_defaults(self, problems: SpecProblems) -> None:
+        """K re-noising times of the T grid times (1..T), and each forward algorithm's own defaults."""
+        if self.train_timesteps is None:
+            self.train_timesteps = default_times(self.name, self.sampling_steps)
+        if self.train_timesteps > self.sampling_steps:
+            message = f"the re-noising times are drawn from the {self.sampling_steps} grid times; allowed 1.."
+            problems.add("train_timesteps", message + str(self.sampling_steps))
+        if self.name == "diffusion_nft":
+            self.nft_beta = NFT_BETA if self.nft_beta is None else self.nft_beta
+            self.clip_range = None
+        if self.name == "dgpo":
+            self.dpo_beta = DPO_BETA if self.dpo_beta is None else self.dpo_beta
+        if self.name == "awm":
+            self.awm_weighting = self.awm_weighting or AWM_WEIGHTING
 
     def _window(self, last: int, problems: SpecProblems) -> None:
         """Window of w SDE steps, trained, starting in [r0, r1); it must end before the last step."""
@@ -238,7 +308,6 @@ class AlgorithmSpec(Section):
             problems.add("guard", message + "the rollout's: it needs inner_epochs 1")
 
     def _candidates(self, last: int, problems: SpecProblems) -> None:
-
         """One trained step per prompt, drawn from steps 0..candidate_steps-1."""
         if self.candidate_steps is None:
             self.candidate_steps = max(1, self.sampling_steps // 2)
