@@ -43,7 +43,7 @@ def record_token(session: Session, job: Job, token_hash: str) -> None:
 
 
 def mark_started(session: Session, job: Job) -> None:
-    """A node's trainer started: the attempt runs from now (its first node's start)."""
+    """The job's trainer started (its status became running): the attempt runs from now."""
     row = current_attempt(session, job)
     now = utcnow()
     row.started_at = row.started_at or now

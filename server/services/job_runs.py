@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from server.models import TERMINAL_STATES, Allocation, Device, Host, Job, JobStatus, LogLine, utcnow
 from server.models.host import POOLS
 from server.services.allocations import release_idle_allocations
-from server.services.job_attempts import AttemptEnd, mark_seen, mark_started, record_token
+from server.services.job_attempts import AttemptEnd, mark_seen, record_token
 from server.services.job_status import set_status
 from server.services.node_tokens import node_token
 from server.services.retry_policy import retry_or_fail
@@ -211,7 +211,8 @@ def mark_running(session: Session, job_id: int, attempt: int, node_rank: int, ho
         allocation.started_at = allocation.started_at or now
     if job.status == JobStatus.SCHEDULED:
         set_status(session, job, JobStatus.RUNNING, f"started on {host_name}")
-    mark_started(session, job)
+    else:
+        mark_seen(session, job_id, attempt)  # another node started: the attempt runs on
     return True
 
 

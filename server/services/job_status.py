@@ -1,5 +1,6 @@
 """The one place a job changes status, so every change follows the transition table and leaves a job event
-behind, an attempt is opened when the job is placed and closed when it is no longer placed (services.job_attempts),
+behind, an attempt is opened when the job is placed, started with the job's trainer and closed when the job is no
+longer placed (services.job_attempts),
 a job that is no longer placed holds no job token, and a job to place or devices freed wake the scheduler."""
 
 from collections.abc import Sequence
@@ -8,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from server.models import JOB_TRANSITIONS, PLACED_STATES, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
 from server.services.errors import Conflict
-from server.services.job_attempts import AttemptEnd, close_attempt, current_attempt
+from server.services.job_attempts import AttemptEnd, close_attempt, current_attempt, mark_started
 from server.services.scheduler_wakeup import wake_scheduler
 
 
@@ -39,6 +40,8 @@ def set_status(
     elif status == JobStatus.SCHEDULED:
         current_attempt(session, job)  # the placement's new attempt begins
     _record(session, job, status, message)
+    if status == JobStatus.RUNNING:
+        mark_started(session, job)  # after the job's own start, so the attempt never starts before it
 
 
 def record_submitted(session: Session, jobs: Sequence[Job], message: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from server_harness import Harness
 from sqlalchemy import select
 
-from server.models import Allocation, Device, Job, JobEvent
+from server.models import Allocation, Device, Job, JobAttempt
 
 THROUGHPUT = "throughput/samples_per_s"
 
@@ -81,17 +81,13 @@ def test_peak_memory_rewards_and_the_differing_spec_fields(harness: Harness) -> 
     assert "name" not in differences
 
 
-def test_duration_runs_from_the_running_event_to_the_end(harness: Harness) -> None:
+def test_duration_is_the_time_the_job_s_trainer_was_seen_running(harness: Harness) -> None:
     job_id = _job(harness, "native", {THROUGHPUT: [1.0, 2.0]})
-    harness.finish_job(job_id)
-    with harness.session() as session:
-        running = session.scalars(
-            select(JobEvent.created_at).where(JobEvent.job_id == job_id, JobEvent.status == "running")
-        ).one()
-        job = session.get_one(Job, job_id)
-        assert job.started_at == running  # the running event sets it
-        job.finished_at = running + timedelta(seconds=27)
+    with harness.session() as session:  # the worker last saw its trainer 27 s after it started
+        attempt = session.scalars(select(JobAttempt).where(JobAttempt.job_id == job_id)).one()
+        attempt.last_seen_at = attempt.started_at + timedelta(seconds=27)
         session.commit()
+    harness.finish_job(job_id)
     assert _compare(harness, [job_id]).json()["jobs"][0]["duration_s"] == 27.0
 
 
