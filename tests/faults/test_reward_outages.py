@@ -93,7 +93,8 @@ def assert_succeeded_with_every_step_once(
 ) -> None:
     done = cluster.wait_done(job_id, timeout=240)
     assert done["status"] == "succeeded", f"{done['error']}\n{cluster.output()}"
-    assert done["attempt"] == 1  # waited out, not retried
+    events = [(e["status"], e["message"]) for e in done["events"]]
+    assert done["attempt"] == 1, f"waited out, not retried: {events}\n{cluster.output()}"
     assert steps_off_per_key(postgres_url, job_id, total_steps) == {}  # no key lost or doubled a step
     logged = {key for row in trainer_metrics(cluster, job_id) for key in row} - {"step"}
     stored = {key for key, _step, _attempt, _superseded in stored_points(postgres_url, job_id)}
