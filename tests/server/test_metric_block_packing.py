@@ -144,6 +144,13 @@ def test_non_finite_values_are_counted_as_skipped_and_a_key_left_without_points_
     }
 
 
+def test_non_finite_values_are_counted_across_steps_that_report_different_keys() -> None:
+    steps = [step(1, 1.0, loss=float("nan")), step(2, 2.0, kl=float("inf")), step(3, 3.0, loss=float("nan"), kl=0.5)]
+    batch, skipped = BatchPoints.of_steps(steps)
+    assert skipped == 3
+    assert {key: rows(p) for key, p in batch.by_key.items()} == {"kl": [(3, 0.5, 3.0)]}
+
+
 def test_a_key_s_points_go_to_the_blocks_of_256_steps_that_hold_them() -> None:
     last_of_0, first_of_1, in_2 = METRIC_BLOCK_STEPS - 1, METRIC_BLOCK_STEPS, 2 * METRIC_BLOCK_STEPS + 9
     steps = points((3, 3.0, 3.0), (last_of_0, 1.0, 1.0), (first_of_1, 2.0, 2.0), (in_2, 9.0, 9.0))
