@@ -129,7 +129,33 @@ MODULES: dict[str, list[str]] = {
 }
 
 # Survivors that no test can kill because the mutant behaves as the original, keyed by mutmut's mutant name.
-EQUIVALENT: dict[str, str] = {}
+_BLOCKS, _PLACEMENT = "server.services.metric_blocks.", "server.services.placement_pass."
+_TILE_START = (
+    "pack() reads `group` only where consecutive points change it (np.diff != 0): inside a block the tile index "
+    "never decreases and two blocks' groups never meet (a tile index is below 16), so this "
+)
+_FLOATS = "MetricStep's values and wall_time are floats (pydantic), so numpy infers float64 unasked"
+_INTS = "a step is an int, so numpy infers int64 unasked (on the 64-bit platforms the server runs on)"
+_SAME_JOIN = "SQLAlchemy infers the same ON clause from the one foreign key between the two tables: the same SQL"
+_POOL_ORDER = "the pools are 'rollout' and 'trainer' (POOLS in server/models/host.py): alphabetical is POOLS' order"
+EQUIVALENT: dict[str, str] = {
+    _BLOCKS + "x_pack__mutmut_60": _TILE_START + "16 * block - tile changes exactly where 16 * block + tile does",
+    _BLOCKS + "x_pack__mutmut_61": _TILE_START + "block / 16 + tile changes exactly where 16 * block + tile does",
+    _BLOCKS + "x_pack__mutmut_62": "BLOCK / TILE_STEPS is 16.0, the same number as BLOCK // TILE_STEPS",
+    _BLOCKS + "x_pack__mutmut_72": "groups are >= 0: any negative `prepend` starts a tile at the first point",
+    _BLOCKS + "x_pack__mutmut_89": "a uint8 field truncates the quotient toward zero: floor division for offsets >= 0",
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_26": _FLOATS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_28": _FLOATS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_32": _INTS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_34": _INTS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_37": _FLOATS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_39": _FLOATS,
+    _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_70": "np.concatenate of one array is a copy of it: the same points",
+    _PLACEMENT + "x__host_capacity__mutmut_10": _SAME_JOIN,
+    _PLACEMENT + "x__host_capacity__mutmut_12": _SAME_JOIN,
+    _PLACEMENT + "x__placed_on__mutmut_4": _POOL_ORDER,
+    _PLACEMENT + "x__placed_on__mutmut_6": _POOL_ORDER,
+}
 
 # mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code). A mutant no selected test reaches
 # ("no tests") is not killed: it counts as a survivor. A timeout counts as killed, as mutmut counts it.
