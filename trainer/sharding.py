@@ -38,7 +38,9 @@ class Sharding:
 def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
     """``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under the
     executors that run under it: native, and the Lean ones, which reduce once per optimizer step
-    (trainer/fsdp_gradients.py); jagg and digenrl handle gradients and weights themselves."""
+    (trainer/fsdp_gradients.py); jagg and digenrl handle gradients and weights themselves. The
+    forward-process family never gets FSDP: its old policy is a copy of the unsharded trainable weights
+    (trainer/algorithms/old_policy.py), which is why its spec refuses 'fsdp'."""
     requested = spec.model.sharding
     if world_size == 1:
         return Sharding("single", "one rank")
@@ -48,6 +50,8 @@ def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
         return Sharding("ddp", "LoRA: the adapter is small")
     if spec.resources.device_type != "cuda":
         return Sharding("ddp", "auto on CPU")
+    if spec.algorithm.family == "forward":
+        return Sharding("ddp", f"{spec.algorithm.name} keeps an unsharded copy of its old policy")
     if spec.executor.name not in FSDP_EXECUTORS:
         return Sharding("ddp", f"executor {spec.executor.name} handles gradients itself")
     return Sharding("fsdp", "full fine-tuning on CUDA")
