@@ -144,6 +144,10 @@ EQUIVALENT: dict[str, str] = {
     _BLOCKS + "x_pack__mutmut_62": "BLOCK / TILE_STEPS is 16.0, the same number as BLOCK // TILE_STEPS",
     _BLOCKS + "x_pack__mutmut_72": "groups are >= 0: any negative `prepend` starts a tile at the first point",
     _BLOCKS + "x_pack__mutmut_89": "a uint8 field truncates the quotient toward zero: floor division for offsets >= 0",
+    _BLOCKS + "x__stored_sqlite__mutmut_7": (
+        "without the (key, block) filter the read returns every block of the attempt; store() looks up only the "
+        "touched ones, so it merges and writes the same rows (after a larger read)"
+    ),
     _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_26": _FLOATS,
     _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_28": _FLOATS,
     _BLOCKS + "xǁBatchPointsǁof_steps__mutmut_32": _INTS,
