@@ -10,6 +10,9 @@ out, each leaving the corrected H = Σ_q f_q P_q in ``.grad`` at ``close``:
   S0 = Σ w P and S1 = Σ w (r − c) P, fed as each sample is scored (c: the group's first reward, near
   its mean, so the subtraction below cancels little), give
   H = (S1 − (r̄ − c) S0)/ŝ with memory independent of Q. Exact only while the clip is inactive.
+
+Rewards, factors, the mean and the scale may be 0-d tensors on the gradients' device (lean_reweight passes them
+so, never reading a reward on the host) or Python numbers.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import torch
+
+Number = float | torch.Tensor  # a Python number, or a 0-d (or one-element) tensor on the gradients' device
 
 
 def take_grads(params: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -41,7 +46,7 @@ class ProvisionalBuffers(ABC):
         self.peak_bytes = 0
 
     @abstractmethod
-    def sample_done(self, weight: float, reward: float) -> None:
+    def sample_done(self, weight: float, reward: Number) -> None:
         """Sample q's provisional gradient P_q (unit advantage) is in ``.grad``."""
 
     def note(self, held: int) -> None:
@@ -55,12 +60,12 @@ class PerRankBuffer(ProvisionalBuffers):
         super().__init__(params)
         self.samples = 0
 
-    def sample_done(self, weight: float, reward: float) -> None:
+    def sample_done(self, weight: float, reward: Number) -> None:
         self.samples += 1
         if self.samples > 1:
             raise RuntimeError("per_rank buffers hold one sample per group; a second would mix into .grad")
 
-    def close(self, factors: list[float]) -> None:
+    def close(self, factors: list[Number]) -> None:
         (factor,) = factors
         for param in self.params:
             if param.grad is None:
@@ -76,16 +81,16 @@ class PerSampleBuffers(ProvisionalBuffers):
         super().__init__(params)
         self.buffers: list[list[torch.Tensor]] = []
 
-    def sample_done(self, weight: float, reward: float) -> None:
+    def sample_done(self, weight: float, reward: Number) -> None:
         self.buffers.append(take_grads(self.params))
         self.note(sum(tensor_bytes(b) for b in self.buffers))
 
-    def close(self, factors: list[float]) -> None:
+    def close(self, factors: list[Number]) -> None:
         first, *rest = self.buffers
         for index, param in enumerate(self.params):
             total = first[index].mul_(factors[0])
             for buffer, factor in zip(rest, factors[1:], strict=True):
-                total.add_(buffer[index], alpha=factor)
+                total.add_(buffer[index] * factor)
             param.grad = total
         self.buffers = []
 
@@ -93,25 +98,28 @@ class PerSampleBuffers(ProvisionalBuffers):
 class AffineBuffers(ProvisionalBuffers):
     regime = 4
 
-    def __init__(self, params: list[torch.Tensor], offset: float | None = None) -> None:
+    def __init__(self, params: list[torch.Tensor], offset: Number | None = None) -> None:
         super().__init__(params)
         self.offset = offset
         self.s0 = [torch.zeros_like(p, dtype=torch.float32) for p in params]
         self.s1 = [torch.zeros_like(p, dtype=torch.float32) for p in params]
         self.note(tensor_bytes(self.s0) * 2)
 
-    def sample_done(self, weight: float, reward: float) -> None:
+    def sample_done(self, weight: float, reward: Number) -> None:
+        if isinstance(reward, torch.Tensor):
+            reward = reward.double().reshape(())
         if self.offset is None:  # c: the group's first reward, near its mean, limits cancellation
             self.offset = reward
+        factor = weight * (reward - self.offset)
         for param, s0, s1 in zip(self.params, self.s0, self.s1, strict=True):
             if param.grad is not None:
                 s0.add_(param.grad, alpha=weight)
-                s1.add_(param.grad, alpha=weight * (reward - self.offset))
+                s1.add_(param.grad * factor)
             param.grad = None
 
-    def close(self, mean: float, scale: float) -> None:
+    def close(self, mean: Number, scale: Number) -> None:
         """.grad ← scale · (S1 − (r̄ − c) S0); the sums restart for the next group."""
-        offset = self.offset or 0.0
+        offset = 0.0 if self.offset is None else self.offset
         for param, s0, s1 in zip(self.params, self.s0, self.s1, strict=True):
             param.grad = (s1 - (mean - offset) * s0).mul_(scale).to(param.dtype)
             s0.zero_()

@@ -90,7 +90,8 @@ class LeanReweightExecutor(Executor):
         plan = job.plan(batch)
         rows, trained = len(batch.prompts), plan.trained.shape[1]
         scale = 1.0 / (rows * trained)  # native's mean over local rows and 1/K
-        weights = [1.0] * rows if plan.weights is None else [float(w) for w in plan.weights]
+        weights = [1.0] * rows if plan.weights is None else [float(w) for w in plan.weights]  # the host's plan
+        weight_values = torch.tensor(weights, dtype=torch.float64, device=job.dist.device)
         report = StepReport(job.collectives)
         deferral = ExitStack()  # no gradient reduction until the corrected gradient is formed
         deferral.enter_context(job.deferred_reduction())
@@ -114,9 +115,9 @@ class LeanReweightExecutor(Executor):
 
         accumulator: list[torch.Tensor] | None = None
         pieces: dict[int, Trajectory] = {}
-        rewards_local: dict[int, float] = {}
+        rewards_local: dict[int, torch.Tensor] = {}  # [1] on the job's device: no host read per sample
         parts: dict[int, dict[str, torch.Tensor]] = {}
-        worst = 0.0  # largest |A| the correction assumed unclipped
+        worst = torch.zeros((), dtype=torch.float64, device=job.dist.device)  # largest |A| assumed unclipped
         peak_bytes = 0
         for group_rows in groups.values():
             buffers: ProvisionalBuffers = REGIMES[regime](slots)
@@ -131,19 +132,20 @@ class LeanReweightExecutor(Executor):
                 self.pending += 1
                 buffers.sample_done(weights[row], rewards_local[row])
             began = device_seconds(job.dist.device)
-            local = torch.tensor([rewards_local[r] for r in group_rows], dtype=torch.float64)
+            local = torch.cat([rewards_local[r] for r in group_rows]).double()
             gathered = job.dist.all_gather(local)
-            mean, std = float(gathered.mean()), float(gathered.std(unbiased=bool(spec.unbiased_std)))
-            divisor = 1.0 if spec.global_std else std + spec.advantage_eps
+            mean, std = gathered.mean(), gathered.std(unbiased=bool(spec.unbiased_std))
+            divisor = torch.ones_like(std) if spec.global_std else std + spec.advantage_eps
             if not spec.global_std and regime == "affine":
-                worst = max(worst, float((gathered - mean).abs().max()) / divisor)
+                worst = torch.maximum(worst, (gathered - mean).abs().max() / divisor)
             if isinstance(buffers, AffineBuffers):
                 buffers.close(mean, scale / divisor)
             else:
-                values = [(rewards_local[r] - mean) / divisor for r in group_rows]
+                values = (local - mean) / divisor
                 if not spec.global_std:
-                    values = [max(-spec.adv_clip, min(spec.adv_clip, v)) for v in values]
-                buffers.close([v * weights[r] * scale for v, r in zip(values, group_rows, strict=True)])  # type: ignore[attr-defined]
+                    values = values.clamp(-spec.adv_clip, spec.adv_clip)
+                factors = values * weight_values[group_rows] * scale
+                buffers.close(list(factors.unbind()))  # type: ignore[attr-defined]
             self.pending -= len(group_rows)
             corrected = take_grads(slots)
             if accumulator is None:
@@ -161,26 +163,27 @@ class LeanReweightExecutor(Executor):
         trajectory = join_pieces([pieces[r] for r in ordered])
         names = parts[ordered[0]].keys()
         scores = Scores(
-            torch.tensor([rewards_local[r] for r in ordered], dtype=torch.float32),
+            torch.cat([rewards_local[r] for r in ordered]).float(),
             {name: torch.cat([parts[r][name] for r in ordered]) for name in names},
         )
         advantages, stats, gathered_rewards = job.advantages(scores, batch)
         if spec.global_std:
-            spread = float(gathered_rewards.double().std(unbiased=bool(spec.unbiased_std))) + spec.advantage_eps
+            spread = gathered_rewards.double().std(unbiased=bool(spec.unbiased_std)) + spec.advantage_eps
             for total in accumulator or []:
                 total.div_(spread)
             all_groups = job.dist.all_gather(batch.group_ids)
             centred = gathered_rewards.double() - group_means(gathered_rewards.double(), all_groups)
-            worst = max(worst, float(centred.abs().max()) / spread)
+            worst = torch.maximum(worst, centred.abs().max() / spread)
         fallback = 0.0
         for slot, total in zip(slots, accumulator or [], strict=True):
             slot.grad = total
-        if worst > spec.adv_clip:
+        assumed = float(worst)  # the step's one host read of its advantages
+        if assumed > spec.adv_clip:
             policy = self.options.on_adv_clip
             if policy == "fail":
                 deferral.close()
                 raise AdvantageClipError(
-                    f"lean_reweight: |A| reached {worst:.3f} > adv_clip {spec.adv_clip}; the deferred correction "
+                    f"lean_reweight: |A| reached {assumed:.3f} > adv_clip {spec.adv_clip}; the deferred correction "
                     "would be inexact (set executor.on_adv_clip to 'native_fallback' or 'log')"
                 )
             if policy == "native_fallback":
@@ -211,18 +214,19 @@ class LeanReweightExecutor(Executor):
             "buffer_bytes": peak_bytes,
             "buffer_regime": REGIMES[regime].regime,
             "sync_count": int(job.dist.world_size > 1) * spec.inner_epochs,
-            "adv_abs_max_assumed": worst,
+            "adv_abs_max_assumed": assumed,
             "native_fallback": fallback,
         }
         return StepResult(report.metrics(clock, executor), trajectory, scores, stats, gathered_rewards)
 
-    def score(self, piece: Trajectory, batch: SampleBatch, row: int) -> tuple[float, dict[str, torch.Tensor]]:
-        """The sample's reward as soon as it is decoded (R4 folds it in before the next sample)."""
+    def score(self, piece: Trajectory, batch: SampleBatch, row: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The sample's reward ([1], where it was scored) as soon as it is decoded (R4 folds it in before the next
+        sample); it is not read on the host."""
         if self.job.replay is not None:
             stored = self.job.replay.scores
-            return float(stored.total[row]), {k: v[row : row + 1] for k, v in stored.parts.items()}
+            return stored.total[row : row + 1], {k: v[row : row + 1] for k, v in stored.parts.items()}
         total, parts = self.job.reward(piece.images, [batch.prompts[row]])
-        return float(total[0]), parts
+        return total[:1], parts
 
     def recompute_natively(self, trajectory: Trajectory, plan: StepPlan, advantages: torch.Tensor) -> None:
         """The exact (clipped) gradient by native's re-forward on the stored trajectory."""
@@ -233,8 +237,10 @@ class LeanReweightExecutor(Executor):
 
 def group_means(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     groups, inverse = torch.unique(group_ids, return_inverse=True)
-    sums = torch.zeros(len(groups), dtype=rewards.dtype).index_add_(0, inverse, rewards)
-    counts = torch.zeros(len(groups), dtype=rewards.dtype).index_add_(0, inverse, torch.ones_like(rewards))
+    inverse = inverse.to(rewards.device)
+    zeros = torch.zeros(len(groups), dtype=rewards.dtype, device=rewards.device)
+    sums = zeros.clone().index_add_(0, inverse, rewards)
+    counts = zeros.clone().index_add_(0, inverse, torch.ones_like(rewards))
     return (sums / counts)[inverse]
 
 

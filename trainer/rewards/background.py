@@ -3,7 +3,8 @@
 The rollout hands each chunk's images over as soon as they are decoded; the worker scores the
 chunks one after another, in the order they came, and the trainer joins them all before it forms
 advantages. Each chunk is scored as one batch either way, so the rewards are those of scoring the
-same chunks inline. On CUDA the worker runs on a stream of its own, after the images are ready.
+same chunks inline. On CUDA the worker runs on a stream of its own, after the images are ready, and its scores
+stay on the device.
 """
 
 from __future__ import annotations
@@ -62,4 +63,10 @@ class BackgroundScorer:
             with torch.cuda.stream(stream):
                 stream.wait_event(ready)
                 scored = self.reward(images, prompts)
+            # The scores stay on the device: this thread waits for its own stream (so the time is the scoring's,
+            # and the trainer's stream may read them), and the allocator is told that stream uses them.
+            stream.synchronize()
+            consumer = torch.cuda.default_stream(images.device)
+            for tensor in [scored[0], *scored[1].values()]:
+                tensor.record_stream(consumer)
         return scored, time.perf_counter() - started

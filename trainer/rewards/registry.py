@@ -81,7 +81,9 @@ def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
 
 class WeightedReward:
     """Σ_k w_k r_k for advantages, with every raw r_k kept for logging as ``reward/<name>`` (and its
-    sub-scores as ``reward/<name>/<sub>``, which weigh nothing)."""
+    sub-scores as ``reward/<name>/<sub>``, which weigh nothing). The scores are on the images' device (a reward
+    scored elsewhere, a remote one, is moved there): advantages are made there, and the host reads them once per
+    step for logging, never once per sample."""
 
     def __init__(self, specs: list[RewardSpec], device: torch.device) -> None:
         functions = [load_reward(spec, device) for spec in specs]
@@ -104,9 +106,9 @@ class WeightedReward:
         for name, _, fn in self.parts:
             output = fn(images, prompts)
             scores, subs = output if isinstance(output, tuple) else (output, {})
-            raw[name] = scores.float().reshape(-1, frames).mean(dim=1).cpu()
+            raw[name] = scores.float().to(images.device).reshape(-1, frames).mean(dim=1)
             for sub, values in subs.items():
-                raw[f"{name}/{sub}"] = values.float().reshape(-1, frames).mean(dim=1).cpu()
+                raw[f"{name}/{sub}"] = values.float().to(images.device).reshape(-1, frames).mean(dim=1)
         total = sum(weight * raw[name] for name, weight, _ in self.parts)
         return total, raw  # type: ignore[return-value]
 
