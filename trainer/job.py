@@ -259,7 +259,7 @@ class TrainingJob:
         self.scorer.discard()
         parts = []
         for rows in row_chunks(len(batch.prompts), self.spec.algorithm.rollout_chunks):
-            chunk_plan = StepPlan(plan.sde[rows], plan.trained[rows])
+            chunk_plan = plan.select(rows)
             noise = sample_noise(self.algorithm, batch.step, batch.sample_ids[rows].tolist(), self.dist.device)
             device_rows = rows.to(self.dist.device)
             chunk_uncond = None if uncond is None else uncond.index(device_rows)

@@ -15,6 +15,7 @@ from torch import nn
 from trainer.algorithms.base import Algorithm, StepPlan
 from trainer.models.base import Conditioning
 from trainer.sampling.denoising_step import DenoisingStep
+from trainer.sampling.dpm_solver import OdeTail
 from trainer.sampling.noise import SampleNoise
 from trainer.seeding import group_start_seed, sample_seed, stream_seed
 
@@ -43,11 +44,22 @@ def rollout(
     cond: Conditioning,
     uncond: Conditioning | None,
 ) -> Trajectory:
-    """Every row from its own x_0 through the plan's SDE and ODE steps, on the conditioning's device."""
+    """Every row from its own x_0 through the plan's SDE and ODE steps, on the conditioning's device; from
+    ``plan.tail.start`` on, MixGRPO-Flash's solver (its end point recorded at every later index)."""
     x = noise.initial(denoiser.family.latent_shape)
     latents, log_probs = [x], []
+    tail, estimate = plan.tail, None
     for i in range(denoiser.grid.steps):
+        if tail is not None and i == tail.start:
+            assert estimate is not None  # set by the step before: the tail starts after the window
+            x = denoiser.finish(module, x, estimate, tail, cond, uncond)
+            latents.extend([x] * (denoiser.grid.steps - i))
+            log_probs.extend([torch.full_like(log_probs[-1], float("nan"))] * (denoiser.grid.steps - i))
+            break
+        before = x
         x, out = denoiser.sample(module, x, i, plan.sde[:, i].tolist(), noise, cond, uncond)
+        if tail is not None and i == tail.start - 1:
+            estimate = OdeTail.estimate(before, out.velocity, float(tail.sigmas[0]))
         log_probs.append(out.log_prob)
         latents.append(x)
     stacked = torch.stack(latents, dim=1)

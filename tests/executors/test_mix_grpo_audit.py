@@ -1,5 +1,6 @@
-"""MixGRPO under the executors that serve Flow-GRPO: the gradient audit (docs/executors.md §4) holds at their
-classes, with its window of SDE steps and Euler steps around it, and with GRPO-Guard's τ-scaled log-probs."""
+"""MixGRPO and MixGRPO-Flash under the executors that serve Flow-GRPO: the gradient audit (docs/executors.md §4)
+holds at their classes, with the window of SDE steps, Euler steps before it, Euler or Flash's DPM-Solver++ after
+it, and with GRPO-Guard's τ-scaled log-probs."""
 
 from __future__ import annotations
 
@@ -21,21 +22,24 @@ def run_audit(tmp_path: Path, spec: dict[str, Any], names: list[str]) -> dict[st
     return audit(path, names)["executors"]
 
 
-@pytest.mark.parametrize("guard", [False, True], ids=["mix", "mix-guard"])
+@pytest.mark.parametrize(
+    "algorithm",
+    [MIX, {**MIX, "guard": True}, {**MIX, "name": "mix_grpo_flash", "ode_compression": 0.6}],
+    ids=["mix", "mix-guard", "flash"],
+)
 def test_lean_retain_reproduces_native_s_mix_grpo_gradient_bit_for_bit(
-    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, guard: bool
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, algorithm: dict[str, Any]
 ) -> None:
-    retain = run_audit(tmp_path, audit_spec(algorithm={**MIX, "guard": guard}), ["native", "lean_retain"])[
-        "lean_retain"
-    ]
+    retain = run_audit(tmp_path, audit_spec(algorithm=algorithm), ["native", "lean_retain"])["lean_retain"]
     assert retain["class"] == "E0" and retain["verdict"] == "pass" and retain["bitwise_equal"]
     assert retain["grad_norm"] > 0
 
 
+@pytest.mark.parametrize("name", ["mix_grpo", "mix_grpo_flash"])
 def test_jagg_on_mix_grpo_aggregates_each_routed_window_group_exactly(
-    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, name: str
 ) -> None:
-    spec = audit_spec(algorithm=MIX, executor={"name": "jagg", "group_width": 2, "jagg_frac": 1.0})
+    spec = audit_spec(algorithm={**MIX, "name": name}, executor={"name": "jagg", "group_width": 2, "jagg_frac": 1.0})
     jagg = run_audit(tmp_path, spec, ["jagg"])["jagg"]
     assert jagg["verdict"] == "report" and jagg["routed_groups"] == 1
     assert jagg["rel_l2"] <= 1e-6 and jagg["cosine"] >= 1 - 1e-9

@@ -61,3 +61,23 @@ def test_guard_is_refused_with_the_cps_step() -> None:
 
 def test_guard_is_refused_with_more_than_one_update_per_rollout() -> None:
     assert "inner_epochs 1" in problems({"name": "mix_grpo", "inner_epochs": 2, "guard": True})["algorithm.guard"]
+
+
+def test_mix_grpo_flash_takes_its_script_s_interval_and_compression() -> None:
+    algorithm = parse_spec({"algorithm": {"name": "mix_grpo_flash"}}).algorithm
+    window = (algorithm.window_size, algorithm.window_shift_interval, algorithm.window_stride)
+    assert (window, algorithm.ode_compression, algorithm.window_schedule) == ((4, 20, 1), 0.4, "progressive")
+
+
+def test_mix_grpo_flash_refuses_a_random_window() -> None:
+    found = problems({"name": "mix_grpo_flash", "window_schedule": "random"})
+    assert "allowed: progressive" in found["algorithm.window_schedule"]
+
+
+def test_a_compression_outside_0_to_1_is_refused() -> None:
+    assert "algorithm.ode_compression" in problems({"name": "mix_grpo_flash", "ode_compression": 1.5})
+
+
+def test_the_solver_s_compression_is_refused_for_mix_grpo() -> None:
+    found = problems({"name": "mix_grpo", "ode_compression": 0.4})
+    assert "it applies to mix_grpo_flash" in found["algorithm.ode_compression"]

@@ -12,13 +12,14 @@ same σ grid, with the seed of each time's noise, and adds the loss of a re-nois
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
 import torch
 
 from trainer.distributed import Distributed
 from trainer.layout import SampleBatch
+from trainer.sampling.dpm_solver import OdeTail
 from trainer.sampling.sde_step import SdeKind, StepOutput
 from trainer.spec import AlgorithmSpec
 
@@ -29,6 +30,12 @@ class StepPlan:
     trained: torch.Tensor  # [B, K] long: trained step indices, in training order; all sde, never T-1
     weights: torch.Tensor | None = None  # [B] positive loss weights, or None for 1
     noise_seeds: torch.Tensor | None = None  # [B, K] forward family: the seed of each re-noising time's noise
+    tail: OdeTail | None = None  # MixGRPO-Flash: the steps from tail.start on are its solver's, for every row
+
+    def select(self, rows: torch.Tensor) -> StepPlan:
+        """The plan of some rows (a rollout chunk, a prompt group): every per-row field indexed, the rest kept."""
+        per_row = {f.name: getattr(self, f.name)[rows] for f in fields(self) if torch.is_tensor(getattr(self, f.name))}
+        return replace(self, **per_row)
 
 
 class Algorithm(ABC):

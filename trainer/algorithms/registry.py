@@ -13,6 +13,7 @@ from trainer.algorithms.flash_grpo import FlashGRPO
 from trainer.algorithms.flow_grpo import FlowGRPO
 from trainer.algorithms.flow_grpo_fast import FlowGRPOFast
 from trainer.algorithms.mix_grpo import MixGRPO
+from trainer.algorithms.mix_grpo_flash import MixGRPOFlash
 from trainer.spec import AlgorithmSpec
 
 ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
@@ -21,6 +22,7 @@ ALGORITHM_CLASSES: dict[str, type[Algorithm]] = {
     "dance_grpo": DanceGRPO,
     "flash_grpo": FlashGRPO,
     "mix_grpo": MixGRPO,
+    "mix_grpo_flash": MixGRPOFlash,
     "diffusion_nft": DiffusionNFT,
     "awm": AWM,
     "dgpo": DGPO,

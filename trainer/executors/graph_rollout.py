@@ -23,6 +23,7 @@ from trainer.job import TrainingJob
 from trainer.layout import SampleBatch
 from trainer.models.base import Conditioning
 from trainer.rollout import Trajectory, sample_noise, sde_log_probs
+from trainer.sampling.dpm_solver import OdeTail
 from trainer.sampling.noise import SampleNoise
 from trainer.sampling.sde_step import StepOutput
 
@@ -69,7 +70,16 @@ def rollout_with_graphs(
     latents = [x]
     log_probs = torch.empty((len(rows), algorithm.steps), device=device)
     everyone = list(range(len(rows)))
+    tail, estimate = plan.tail, torch.empty_like(x)
     for i in range(algorithm.steps):
+        if tail is not None and i == tail.start:  # MixGRPO-Flash's solver: no row trains past the window
+            if replay is not None:
+                latents.extend(replay.latents[on_device, i + 1 :].unbind(dim=1))
+                break
+            with torch.no_grad():
+                x = job.denoiser.finish(job.policy, x, estimate, tail, cond, uncond)
+            latents.extend([x] * (algorithm.steps - i))
+            break
         training = (trained == i).any(dim=1)
         split = [[r for r in everyone if bool(training[r])], [r for r in everyone if not training[r]]]
         x_next = torch.empty_like(x)
@@ -85,6 +95,8 @@ def rollout_with_graphs(
                 )
             log_probs[index, i] = out.log_prob.detach()
             x_next[index] = step_next.detach()
+            if tail is not None and i == tail.start - 1:
+                estimate[index] = OdeTail.estimate(x[index], out.velocity.detach(), float(tail.sigmas[0]))
             if with_grad:
                 reference = None
                 if job.spec.algorithm.kl_beta > 0:

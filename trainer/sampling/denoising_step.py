@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from trainer.models.base import Conditioning, ModelFamily
+from trainer.sampling.dpm_solver import OdeTail
 from trainer.sampling.noise import SampleNoise
 from trainer.sampling.sde_step import StepOutput, ode_step, sde_step
 from trainer.sampling.step_grid import StepGrid
@@ -90,6 +91,27 @@ class DenoisingStep:
             return ode, out
         mask = torch.tensor(stochastic, device=x.device).reshape(-1, *([1] * (x.dim() - 1)))
         return torch.where(mask, out.next, ode), out
+
+    def finish(
+        self,
+        module: nn.Module,
+        x: torch.Tensor,
+        estimate: torch.Tensor,
+        tail: OdeTail,
+        cond: Conditioning,
+        uncond: Conditioning | None,
+    ) -> torch.Tensor:
+        """x_T from x at step ``tail.start`` by MixGRPO-Flash's DPM-Solver++ (2M) on the tail's grid; ``estimate``
+        is the x̂_0 of the step before (``OdeTail.estimate``), the multistep's history."""
+        x = x.float()
+        for k in range(tail.evaluations):
+            sigma = float(tail.sigmas[k + 1])
+            at = torch.full((x.shape[0],), sigma, device=x.device)
+            current = OdeTail.estimate(x, self.family.velocity(module, x, at, cond, uncond, self.cfg_scale), sigma)
+            a, b, c = tail.coefficients(k)
+            x = a * x + b * current + c * (current - estimate)
+            estimate = current
+        return x
 
     def euler(
         self, module: nn.Module, x: torch.Tensor, step: int, cond: Conditioning, uncond: Conditioning | None

@@ -28,6 +28,7 @@ class StepOutput:
     mean: torch.Tensor
     kl_std: torch.Tensor  # [B]: g for the Gaussian SDEs, τ for CPS (what the Flow-GRPO KL divides by)
     tau: torch.Tensor  # [B], std of the transition
+    velocity: torch.Tensor  # the v the step was taken with (MixGRPO-Flash's solver starts from its x̂_0)
 
 
 def _per_sample(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -88,6 +89,7 @@ def sde_step(
         mean=mean,
         kl_std=grid.kl_std[i],
         tau=grid.tau[i],
+        velocity=v,
     )
 
 

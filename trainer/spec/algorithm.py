@@ -1,5 +1,5 @@
 """The ``algorithm`` section: the objective (the GRPO family: Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, Flash-GRPO,
-MixGRPO; the forward-process family: DiffusionNFT, AWM, DGPO) and its numbers.
+MixGRPO, MixGRPO-Flash; the forward-process family: DiffusionNFT, AWM, DGPO) and its numbers.
 
 Where an algorithm's upstream code fixes a choice (its trained steps, its advantage std, its KL form,
 whether it has a CPS step), ``UPSTREAM`` holds it and a field left unset takes it; docs/algorithms.md
@@ -28,7 +28,15 @@ from trainer.spec.forward_family import (
 )
 
 AlgorithmName = Literal[
-    "flow_grpo", "flow_grpo_fast", "dance_grpo", "flash_grpo", "mix_grpo", "diffusion_nft", "awm", "dgpo"
+    "flow_grpo",
+    "flow_grpo_fast",
+    "dance_grpo",
+    "flash_grpo",
+    "mix_grpo",
+    "mix_grpo_flash",
+    "diffusion_nft",
+    "awm",
+    "dgpo",
 ]
 ALGORITHMS: tuple[str, ...] = get_args(AlgorithmName)
 
@@ -60,6 +68,7 @@ UPSTREAM: dict[str, Upstream] = {
     "dance_grpo": Upstream(0.6, False, True, 1e-8, "flow_grpo", ("sde",), 0.3, 1e-4, True),
     "flash_grpo": Upstream(1.0, True, False, 1e-4, "exact", ("sde",), 0.7, 1e-3, False),
     "mix_grpo": Upstream(1.0, False, True, 1e-8, "flow_grpo", ("sde",), 0.7, 1e-4, True, guard=True),
+    "mix_grpo_flash": Upstream(1.0, False, True, 1e-8, "flow_grpo", ("sde",), 0.7, 1e-4, True, guard=True),
     # The forward family: only the advantage statistics apply (their step fields are unused placeholders).
     "diffusion_nft": Upstream(0.99, False, False, 1e-4, "flow_grpo", ("sde",), 0.7, 1e-4, False),
     "awm": Upstream(0.9, True, False, 1e-4, "flow_grpo", ("sde",), 0.7, 1e-4, False),
@@ -67,7 +76,7 @@ UPSTREAM: dict[str, Upstream] = {
 }
 
 # MixGRPO's sliding window as its released scripts set it: (window_size, window_shift_interval, window_stride).
-MIX_WINDOW: dict[str, tuple[int, int, int]] = {"mix_grpo": (4, 25, 1)}
+MIX_WINDOW: dict[str, tuple[int, int, int]] = {"mix_grpo": (4, 25, 1), "mix_grpo_flash": (4, 20, 1)}
 MIX_OPTIONS = frozenset({"window_size", "window_shift_interval", "window_stride", "window_schedule"})
 
 # Fields that, left unset, take the algorithm's upstream value.
@@ -80,6 +89,7 @@ ALGORITHM_OPTIONS: dict[str, frozenset[str]] = {
     "dance_grpo": frozenset(),
     "flash_grpo": frozenset({"candidate_steps"}),
     "mix_grpo": MIX_OPTIONS,
+    "mix_grpo_flash": MIX_OPTIONS | {"ode_compression"},
     "diffusion_nft": frozenset(),
     "awm": frozenset(),
     "dgpo": frozenset(),
@@ -136,23 +146,33 @@ class AlgorithmSpec(Section):
     max_grad_norm: float = Field(1.0, gt=0)
     inner_epochs: int = Field(1, ge=1, le=16)
     window_size: int | None = Field(
-        None, ge=1, description="flow_grpo_fast, mix_grpo: SDE window length (mix_grpo default 4)"
+        None, ge=1, description="flow_grpo_fast, mix_grpo, mix_grpo_flash: SDE window length (mix_grpo default 4)"
     )
     window_shift_interval: int | None = Field(
         None,
         ge=1,
-        description="mix_grpo: optimizer steps before a progressive window moves (default 25)",
+        description="mix_grpo, mix_grpo_flash: optimizer steps before a progressive window moves "
+        "(default 25; mix_grpo_flash 20)",
     )
-    window_stride: int | None = Field(None, description="mix_grpo: steps a progressive window moves by (default 1)")
+    window_stride: int | None = Field(
+        None, description="mix_grpo, mix_grpo_flash: steps a progressive window moves by (default 1)"
+    )
     window_schedule: WindowSchedule | None = Field(
         None,
-        description="mix_grpo: 'progressive' (the window slides from the first step, then rolls back) or 'random' "
-        "(a uniformly drawn start each step); default progressive",
+        description="mix_grpo, mix_grpo_flash: 'progressive' (the window slides from the first step, then rolls "
+        "back) or 'random' (a uniformly drawn start each step; mix_grpo only); default progressive",
+    )
+    ode_compression: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="mix_grpo_flash: the steps after the window shrink to this fraction of their number, solved by "
+        "DPM-Solver++ (2M); default 0.4",
     )
     guard: bool = Field(
         False,
         description="GRPO-Guard: the ratio normalised by the step's std, which reweights the steps' gradients "
-        "(flow_grpo, flow_grpo_fast, mix_grpo with sampler 'sde')",
+        "(flow_grpo, flow_grpo_fast, mix_grpo, mix_grpo_flash with sampler 'sde')",
     )
     window_range: tuple[int, int] | None = Field(None, description="flow_grpo_fast: [start, end) of window starts")
     candidate_steps: int | None = Field(
@@ -281,6 +301,11 @@ class AlgorithmSpec(Section):
         self.window_shift_interval = self.window_shift_interval or interval
         self.window_stride = stride if self.window_stride is None else self.window_stride
         self.window_schedule = self.window_schedule or "progressive"
+        if self.name == "mix_grpo_flash":
+            self.ode_compression = self.ode_compression or 0.4
+            if self.window_schedule != "progressive":
+                message = "mix_grpo_flash solves the steps after a progressive window (as upstream asserts); "
+                problems.add("window_schedule", message + "allowed: progressive")
         limit = self.sampling_steps - 2
         if limit < 1:
             problems.add("sampling_steps", f"{self.name} needs at least 3 steps: its window lies in steps 0..T-3")
