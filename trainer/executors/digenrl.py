@@ -143,16 +143,11 @@ class DigenrlExecutor(Executor):
                 )
             total, parts = job.reward(trajectory.images, prompts)
             latents, log_probs = trajectory.latents, trajectory.log_probs
+        # The units travel as host buffers: the group is read to the host once, not once per sample.
+        rewards = torch.stack([total, *(parts[k] for k in self.parts)], dim=1).double().cpu().tolist()
+        log_probs, latents = log_probs.cpu(), latents.cpu()
         return [
-            Unit(
-                int(batch.sample_ids[r]),
-                group,
-                self.version,
-                float(total[n]),
-                [float(parts[k][n]) for k in self.parts],
-                log_probs[n].cpu(),
-                latents[n].cpu(),
-            )
+            Unit(int(batch.sample_ids[r]), group, self.version, rewards[n][0], rewards[n][1:], log_probs[n], latents[n])
             for n, r in enumerate(rows)
         ]
 
