@@ -84,6 +84,7 @@ class StepMeter:
         self.saved_peak = 0
         self.retained = 0
         self.gradients = 0
+        self.last: StepMemory | None = None  # the last measured step's memory (lean_retain's budget reads it)
 
     def start(self, weights: Iterable[torch.Tensor]) -> None:
         self.active = True
@@ -243,4 +244,5 @@ def measure_step(job: TrainingJob, step: Callable[[], Result]) -> tuple[Result, 
         activations=max(0, meter.saved_peak - meter.retained) + held,
         embeddings=job.embedding_bytes(),
     )
+    meter.last = memory
     return done[0], memory

@@ -10,7 +10,6 @@ memory/peak_bytes).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,30 +30,23 @@ from server.services.jobs import submit_job, validate_spec
 from server.services.metric_figures import key_figures
 from server.services.scoping import get_visible_job, scope_jobs
 from server.services.shared_hosts import SharedJob, shared_with
-from server.services.storable_values import INT64_MAX
 from server.states import AdviceState, JobKind
 from trainer.spec import SpecError, stored_spec, with_executor
 from trainer.spec.advice import predict
+from trainer.spec.byte_size import parse_byte_size
 from trainer.spec.executor_choice import options_for
 from trainer.spec.probe_report import ProbeReport
-
-UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9}
-SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_budget(value: str | int | None) -> int | None:
     """'40GiB', '512 MiB', '1.5GiB', '40GB' or a byte count → bytes, at most 2**63 - 1 (the column holds no more);
-    422 naming `memory_budget` otherwise."""
+    422 naming `memory_budget` otherwise (trainer.spec.byte_size, as the spec's resources.memory_budget)."""
     if value is None:
         return None
-    match = SIZE.match(str(value))
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in UNITS or float(match.group(1)) <= 0:
-        raise FieldErrors.one("memory_budget", f"{value!r} is not a size; give e.g. 40GiB, 512MiB or a byte count")
-    size = float(match.group(1)) * UNITS[unit]  # a float first: 400 digits are inf, which int() refuses
-    if size > INT64_MAX:
-        raise FieldErrors.one("memory_budget", f"{value!r} is more than {INT64_MAX} bytes")
-    return int(size)
+    try:
+        return parse_byte_size(value)
+    except ValueError as exc:
+        raise FieldErrors.one("memory_budget", str(exc)) from exc
 
 
 def check_host_class(session: Session, host_class: str) -> None:

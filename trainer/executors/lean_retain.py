@@ -13,7 +13,9 @@ steps) are summed and backwarded once, which sums in another order (class E1). S
 batch is one round, the advantages (global std and clip included) are final before any backward.
 
 Memory guard: when ``retained_graph_bound`` exceeds ``executor.max_retained_graphs`` the spec
-is refused, unless ``on_memory_guard`` declares a fallback schedule, which then runs every step.
+is refused, unless ``on_memory_guard`` declares a fallback schedule, which then runs every step. Left out, with a
+``resources.memory_budget``, the limit is the most graphs that fit the budget, measured on the first measured step
+(retained_graph_budget.py): over it the job fails naming the budget, or the fallback runs from the next step on.
 
 Hybrid schedule (``executor.after_first_update: native``): with several optimizer steps per rollout
 (``algorithm.inner_epochs``), the kept graphs give the first update only; the later ones re-forward
@@ -28,12 +30,13 @@ from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
 from trainer.executors.recompute import recompute_update
+from trainer.executors.retained_graph_budget import RetainedGraphBudget
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
-from trainer.spec import LeanRetainOptions, default_options, retained_graph_bound
+from trainer.spec import LeanRetainOptions, SpecError, default_options, retained_graph_bound
 from trainer.timing import device_seconds
 
 
@@ -47,9 +50,32 @@ class LeanRetainExecutor(Executor):
         self.fallback: Executor | None = None
         limit = options.max_retained_graphs
         if limit is not None and retained_graph_bound(job.spec) > limit:
-            from trainer.executors.registry import make_executor
+            self.fallback = self.guard_schedule()
+        # Without a limit, a memory budget sets one from the first measured step's graphs.
+        self.budget_pending = limit is None and job.spec.resources.memory_budget is not None
+        self.kept = 0  # graphs the last step kept
 
-            self.fallback = make_executor(default_options(options.on_memory_guard), job)
+    def guard_schedule(self) -> Executor:
+        from trainer.executors.registry import make_executor
+
+        return make_executor(default_options(self.options.on_memory_guard), self.job)
+
+    def apply_budget(self) -> None:
+        """Once a step of this executor was measured: the graphs that fit ``resources.memory_budget``, and the
+        guard's schedule (or a failure naming the budget) when the step keeps more."""
+        measured, budget = self.job.memory.last, self.job.spec.resources.memory_budget
+        if not self.budget_pending or measured is None or budget is None or not self.kept:
+            return
+        self.budget_pending = False
+        fitting = RetainedGraphBudget.measured(budget, measured, self.kept)
+        bound = retained_graph_bound(self.job.spec)
+        if bound <= fitting.graphs_that_fit():
+            return
+        if self.options.on_memory_guard == "fail":
+            advice = "raise it, or set executor.on_memory_guard to 'native' or 'lean_reweight'"
+            message = f"{fitting.sentence(bound)}; {advice}"
+            raise SpecError("resources.memory_budget", message)
+        self.fallback = self.guard_schedule()
 
     def exactness(self, plan: StepPlan) -> str:
         """E0 when each backward is one of native's (one step for every row at each position, no graph
@@ -60,6 +86,7 @@ class LeanRetainExecutor(Executor):
         return "E0" if same_step and one_by_one and not self.job.sharding.fsdp else "E1"
 
     def train_step(self, batch: SampleBatch) -> StepResult:
+        self.apply_budget()
         if self.fallback is not None:
             result = self.fallback.train_step(batch)
             result.metrics["executor/memory_guard_fallback"] = 1.0
@@ -72,6 +99,7 @@ class LeanRetainExecutor(Executor):
         rows = len(batch.prompts)
         trajectory = rollout_with_graphs(job, batch, plan, list(range(rows)), lambda f: graphs.__setitem__(f.step, f))
         retained = sum(len(forward.rows) for forward in graphs.values())
+        self.kept = retained
         job.memory.mark_retained()
         rolled = device_seconds(job.dist.device)
         scores = job.score(trajectory, batch)

@@ -34,7 +34,10 @@ class LeanRetainOptions(Section):
     name: Literal["lean_retain"] = "lean_retain"
     families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
     max_retained_graphs: int | None = Field(
-        None, ge=1, description="graphs kept at once per rank before refusing (default: no limit)"
+        None,
+        ge=1,
+        description="graphs kept at once per rank before refusing (default: the most that fit "
+        "resources.memory_budget, else no limit)",
     )
     on_memory_guard: Literal["fail", "native", "lean_reweight"] = Field(
         "fail", description="over max_retained_graphs, refuse the spec (fail) or run this schedule instead"

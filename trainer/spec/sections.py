@@ -22,6 +22,7 @@ from trainer.spec.base import (
     is_stored,
     known_rewards,
 )
+from trainer.spec.byte_size import parse_byte_size
 from trainer.spec.destinations import RefusedDestination, check_host
 
 REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries", "outage_window_s")
@@ -216,6 +217,17 @@ class ResourcesSpec(Section):
         description="digenrl: a rollout and a trainer pool, each on one host with its own gpu_model; the two "
         "pools share a host when one has room for both, else the job spans the two hosts",
     )
+    memory_budget: int | None = Field(
+        None,
+        description="bytes each device may hold ('40GiB', '800MiB' or a byte count): lean_retain's "
+        "max_retained_graphs, left out, becomes the most graphs that fit it (docs/memory-and-timing.md); "
+        "default: no budget, no limit",
+    )
+
+    @field_validator("memory_budget", mode="before")
+    @classmethod
+    def _budget_size(cls, value: object) -> object:
+        return value if value is None else parse_byte_size(value)  # type: ignore[arg-type]
 
     @model_validator(mode="after")
     def _pools_replace_the_flat_form(self) -> ResourcesSpec:
