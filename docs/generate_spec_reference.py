@@ -23,6 +23,9 @@ from trainer.spec import (  # noqa: E402 - the repository root is put on the pat
     JobSpec,
     json_schema,
 )
+from trainer.spec.forward_family import family_of, family_options  # noqa: E402
+
+FAMILY_NAMES = {"grpo": "GRPO", "forward": "forward process"}
 
 TARGET = REPO / "docs" / "spec-reference.md"
 
@@ -144,9 +147,17 @@ def render() -> str:
             lines += nested_tables(key, definitions[ref], definitions, set())
     lines += ["## Options that apply to one executor or algorithm", ""]
     lines += ["Setting an option for another executor or algorithm is refused, naming the field.", ""]
-    lines += ["| algorithm | its options |", "|---|---|"]
+    lines += [
+        "An algorithm's family's options are those the other family's algorithms refuse (`sampler` there is",
+        "`sde` only); docs/algorithms.md §7 says why.",
+        "",
+        "| algorithm | its options | its family | its family's options |",
+        "|---|---|---|---|",
+    ]
     for name, options in ALGORITHM_OPTIONS.items():
-        lines.append(f"| `{name}` | {', '.join(f'`{o}`' for o in sorted(options)) or '—'} |")
+        own = ", ".join(f"`{o}`" for o in sorted(options)) or "—"
+        family = ", ".join(f"`{o}`" for o in sorted(family_options(name)))
+        lines.append(f"| `{name}` | {own} | {FAMILY_NAMES[family_of(name)]} | {family} |")
     return "\n".join(lines) + "\n"
 
 

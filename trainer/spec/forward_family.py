@@ -59,6 +59,16 @@ def family_of(algorithm: str) -> Family:
     return "forward" if algorithm in FORWARD_ALGORITHMS else "grpo"
 
 
+def family_options(algorithm: str) -> frozenset[str]:
+    """The options ``algorithm`` reads that the other family's algorithms refuse (or, for ``sampler``, hold
+    at 'sde'): the GRPO family's step, ratio and sampler; a forward algorithm's own β or weighting, and
+    ``clip_range`` where its loss has a ratio. Forms and references show them with the algorithm's own."""
+    if family_of(algorithm) == "grpo":
+        return frozenset({*GRPO_ONLY, "clip_range", "sampler"})
+    own = {name for name, owners in FORWARD_ONLY.items() if algorithm in owners}
+    return frozenset(own | ({"clip_range"} if FORWARD_UPSTREAM[algorithm].has_ratio else set()))
+
+
 def default_times(algorithm: str, sampling_steps: int) -> int:
     """K re-noising times per sample: ⌊fraction · T⌋ of the rollout's T grid times, at least 1."""
     return max(1, int(FORWARD_UPSTREAM[algorithm].time_fraction * sampling_steps))

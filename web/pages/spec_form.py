@@ -21,6 +21,7 @@ from trainer.spec import (
     known_rewards,
     parse_spec,
 )
+from trainer.spec.forward_family import family_options
 
 SECTION_ORDER = ("general", "model", "algorithm", "executor", "reward", "prompts", "resources", "samples",
                  "checkpoint", "retry")  # fmt: skip
@@ -83,10 +84,13 @@ def _merged(union: dict[str, Any]) -> dict[str, Any]:
     return {"properties": properties}
 
 
+# Each algorithm's own options and its family's (a GRPO step option shows for the GRPO family only).
+ALGORITHM_FORM_OPTIONS = {name: options | family_options(name) for name, options in ALGORITHM_OPTIONS.items()}
+
 # Section → (the field that chooses, each choice's own options).
 CHOOSERS = {
     "executor": ("executor.name", EXECUTOR_OPTIONS),
-    "algorithm": ("algorithm.name", ALGORITHM_OPTIONS),
+    "algorithm": ("algorithm.name", ALGORITHM_FORM_OPTIONS),
     "model": ("model.family", FAMILY_OPTIONS),
 }
 
