@@ -253,13 +253,19 @@ class Client(ExperimentCalls, AdviceCalls):
 
     # -- comparisons, hosts, tokens -----------------------------------------------------------------
 
-    def compare(self, job_ids: Iterable[int], reference: int | None = None) -> Comparison:
+    def compare(
+        self, job_ids: Iterable[int], reference: int | None = None, reward_target: float | str | None = None
+    ) -> Comparison:
         """The server's compare answer: per job its samples/s (the median after a warm-up, stated in
         `definitions`), speedup over one reference job (`reference`, one of the ids; by default the server's
         rule, whatever the order of the ids: `Comparison.reference` says "speedup over #N"), analytical bound,
-        peak memory, rewards, duration and the jobs it shared a host with; and the spec fields that differ."""
+        peak memory, rewards, duration, reward against running seconds and the time to reach `reward_target`
+        (default: the final reward of the set's native Flow-GRPO job), and the jobs it shared a host with; and
+        the spec fields that differ."""
         ids = ",".join(str(i) for i in job_ids)
-        return Comparison.model_validate(self._get("/compare", jobs=ids, reference=reference))
+        return Comparison.model_validate(
+            self._get("/compare", jobs=ids, reference=reference, reward_target=reward_target)
+        )
 
     def hosts(self) -> list[Host]:
         """Worker hosts with their devices and which job holds each."""

@@ -169,6 +169,9 @@ class ComparedJob(_Model):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     duration_s: float | None = None
+    time_to_reward_s: float | None = None
+    time_to_reward_step: int | None = None
+    reward_curve: dict[str, Any] = {}
     shared_with: list[SharedHost] = []
 
 
@@ -185,6 +188,9 @@ class Comparison(_Model):
     native_job_id: int | None = None
     reference: str = ""
     reference_reason: str | None = None
+    reward_target: float | None = None
+    reward_target_job_id: int | None = None
+    reward_target_reason: str = ""
     differences: list[SpecDifference] = []
     definitions: dict[str, Any] = {}
 

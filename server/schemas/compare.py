@@ -15,6 +15,15 @@ class SharedHost(BaseModel):
     host: str
 
 
+class RewardCurve(BaseModel):
+    """A job's reward series against its running seconds (definitions.reward_seconds), for charts."""
+
+    source: str = Field(description="'eval' (its eval reward) or 'train' (its training reward/mean)")
+    steps: list[int]
+    seconds: list[float]
+    rewards: list[float]
+
+
 class CompareRow(BaseModel):
     id: int
     name: str
@@ -34,6 +43,9 @@ class CompareRow(BaseModel):
     started_at: UtcDatetime | None = Field(description="the job's running event")
     ended_at: UtcDatetime | None
     duration_s: FiniteOrNone = Field(description="see definitions.duration_s")
+    time_to_reward_s: FiniteOrNone = Field(description="see definitions.time_to_reward; null: R not reached")
+    time_to_reward_step: int | None = Field(description="the step of the point that reached R")
+    reward_curve: RewardCurve
     shared_with: list[SharedHost]
 
 
@@ -50,6 +62,8 @@ class Definitions(BaseModel):
     speedup: str
     bound: str
     duration_s: str
+    time_to_reward: str
+    reward_seconds: str
     shared_with: str
     differences: str = Field(description="how a spec-difference cell without a plain value reads")
 
@@ -61,5 +75,8 @@ class Comparison(BaseModel):
     )
     reference: str = Field(description="what every face prints: 'speedup over #N'")
     reference_reason: str | None = Field(description="why that job: named by the caller, or the rule that chose it")
+    reward_target: FiniteOrNone = Field(description="R of the time-to-reward column; null when there is none")
+    reward_target_job_id: int | None = Field(description="the job whose final reward R is, when R is the default")
+    reward_target_reason: str = Field(description="what every face prints about R: named, or the default's rule")
     differences: list[SpecDifference]
     definitions: Definitions

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import Job
-from server.schemas.compare import CompareRow, Comparison, Definitions, SharedHost, SpecDifference
-from server.services import job_duration, throughput
+from server.schemas.compare import CompareRow, Comparison, Definitions, RewardCurve, SharedHost, SpecDifference
+from server.services import job_duration, throughput, time_to_reward
 from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
@@ -39,6 +39,10 @@ DEFINITIONS = Definitions(
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
     duration_s=job_duration.DEFINITION,
+    time_to_reward=time_to_reward.DEFINITION,
+    reward_seconds="a point's second is how long the job's trainer had run when it reported the point (the "
+    "duration's intervals, cut at that moment; without them, from the job's start); an eval step is timed by the "
+    "training point of the same step",
     shared_with="other jobs that held devices on a host this job held devices on, at an overlapping time",
     differences=DIFFERENCES_DEFINITION,
 )
@@ -70,8 +74,15 @@ def visible_jobs(session: Session, caller: Caller, job_ids: Sequence[int]) -> li
     return [found[i] for i in job_ids]
 
 
-def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference: int | None = None) -> Comparison:
-    """One row per job, in the order asked, speedups over one reference (services.speedup_reference), and the
+def compare(
+    session: Session,
+    caller: Caller,
+    job_ids: Sequence[int],
+    reference: int | None = None,
+    reward_target: float | None = None,
+) -> Comparison:
+    """One row per job, in the order asked, speedups over one reference (services.speedup_reference), the time
+    each took to reach the reward target (services.time_to_reward: `reward_target`, else its default rule), and the
     spec fields that differ. Each figure is read for all the jobs at once, so the number of statements does not
     grow with the number of jobs. A named `reference` you may not see is 404; one outside the set 422."""
     if reference is not None and reference not in job_ids:
@@ -93,6 +104,8 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
     )
     picked = pick_reference(jobs, reference)
     base = speeds[picked.job.id] if picked else None
+    curves = time_to_reward.reward_curves(session, jobs, currents, evals)
+    target = time_to_reward.pick_target(jobs, curves, reward_target, picked.job.id if picked else None)
     rows = []
     for job in jobs:
         figure = figures[job.id]
@@ -101,6 +114,8 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
         speed = speeds[job.id]
         speedup = speed / base if speed is not None and base else None
         bound = bound_speedup(job.spec)
+        hit = time_to_reward.reached(curves[job.id], target.value)
+        curve = time_to_reward.thinned(curves[job.id], hit)
         rows.append(
             CompareRow(
                 id=job.id,
@@ -121,6 +136,11 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
                 started_at=job.started_at,
                 ended_at=job.finished_at,
                 duration_s=durations[job.id],
+                time_to_reward_s=hit.seconds,
+                time_to_reward_step=hit.step,
+                reward_curve=RewardCurve(
+                    source=curve.source, steps=curve.steps, seconds=curve.seconds, rewards=curve.rewards
+                ),
                 shared_with=[
                     SharedHost(job_id=s.job_id, name=visible_names.get(s.job_id), host=s.host) for s in shared[job.id]
                 ],
@@ -132,6 +152,9 @@ def compare(session: Session, caller: Caller, job_ids: Sequence[int], reference:
         native_job_id=picked.job.id if picked else None,
         reference=f"speedup over #{picked.job.id}" if picked else "no native job: no speedup",
         reference_reason=picked.reason if picked else None,
+        reward_target=target.value,
+        reward_target_job_id=target.job_id,
+        reward_target_reason=target.reason,
         differences=differences,
         definitions=DEFINITIONS,
     )

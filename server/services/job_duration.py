@@ -54,8 +54,21 @@ def ran_for(intervals: Iterable[RunInterval], now: datetime) -> float | None:
     return total
 
 
-def durations_s(session: Session, job_ids: Sequence[int]) -> dict[int, float | None]:
-    """Each job's duration, in one statement whatever the number of jobs."""
+def ran_until(intervals: Iterable[RunInterval], moment: datetime, now: datetime) -> float:
+    """Seconds the trainer had run by `moment`: `ran_for` counted up to that moment (how far into its own running
+    time a job was when it reported a point)."""
+    cut = _aware(moment)
+    clipped = []
+    for interval in intervals:
+        if interval.started_at is None or _aware(interval.started_at) > cut:
+            continue
+        end = _aware(now) if interval.ended_at is None else _aware(interval.last_seen_at or interval.started_at)
+        clipped.append(RunInterval(interval.started_at, min(end, cut), min(end, cut)))
+    return ran_for(clipped, now) or 0.0
+
+
+def intervals_of_jobs(session: Session, job_ids: Sequence[int]) -> dict[int, list[RunInterval]]:
+    """Each job's attempts that started, in one statement whatever the number of jobs."""
     intervals: dict[int, list[RunInterval]] = {job_id: [] for job_id in job_ids}
     if job_ids:
         rows = session.execute(
@@ -65,5 +78,10 @@ def durations_s(session: Session, job_ids: Sequence[int]) -> dict[int, float | N
         )
         for job_id, started_at, last_seen_at, ended_at in rows:
             intervals[job_id].append(RunInterval(started_at, last_seen_at, ended_at))
+    return intervals
+
+
+def durations_s(session: Session, job_ids: Sequence[int]) -> dict[int, float | None]:
+    """Each job's duration, in one statement whatever the number of jobs."""
     now = datetime.now(UTC)
-    return {job_id: ran_for(spans, now) for job_id, spans in intervals.items()}
+    return {job_id: ran_for(spans, now) for job_id, spans in intervals_of_jobs(session, job_ids).items()}

@@ -200,16 +200,20 @@ def compare(
     reference: Annotated[
         int | None, typer.Option(help="the job (one of the ids) speedups are over; default: the server's rule")
     ] = None,
+    reward: Annotated[
+        str | None,
+        typer.Option(help="R of the TIME TO R column; default: the final reward of the set's native Flow-GRPO job"),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Executors side by side, as the server computes them (the compare page shows the same answer)."""
-    answer = client().compare(job_ids, reference)
+    """Executors and methods side by side, as the server computes them (the compare page shows the same answer)."""
+    answer = client().compare(job_ids, reference, reward)
     if as_json:
         print_json(answer.to_json())
         return
     table = Table(header_style="bold")
     columns = ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "BOUND", "PEAK MEMORY",
-               "FINAL REWARD", "EVAL REWARD", "DURATION")  # fmt: skip
+               "FINAL REWARD", "EVAL REWARD", "DURATION", "TIME TO R")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in ("NAME", "EXECUTOR", "STATUS") else "right")
     for row in answer.jobs:
@@ -226,6 +230,7 @@ def compare(
             number(row.final_reward, 3),
             number(row.eval_reward, 3),
             duration(row.duration_s),
+            seconds_to_reward(answer.reward_target, row.time_to_reward_s),
         )
     out.print(table)
     err.print(f"samples/s: {answer.definitions.get('samples_per_s', '')}", markup=False)
@@ -233,10 +238,21 @@ def compare(
         err.print("no native job among them: no speedup to show", markup=False)
     else:
         err.print(f"{answer.reference} ({answer.reference_reason})", markup=False)
+    if answer.reward_target is None:
+        err.print(f"time to reward: {answer.reward_target_reason} (--reward)", markup=False)
+    else:
+        err.print(f"time to reward R = {answer.reward_target:.4g}: {answer.reward_target_reason}", markup=False)
     for row in answer.jobs:
         if row.shared_with:
             others = ", ".join(f"job {s.job_id} on {s.host}" for s in row.shared_with)
             err.print(f"warning: job {row.id} shared a host with {others}: its timing is not its own", markup=False)
+
+
+def seconds_to_reward(target: float | None, seconds: float | None) -> str:
+    """As the compare page shows it: '12.3 s', 'not reached', or '—' without a target."""
+    if target is None:
+        return "—"
+    return "not reached" if seconds is None else f"{seconds:.1f} s"
 
 
 @client_command

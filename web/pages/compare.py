@@ -13,7 +13,9 @@ from server.api.deps import get_session
 from server.services import compare, pages
 from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
+from server.services.errors import FieldErrors
 from server.services.job_reads import JobFilters, list_jobs
+from server.services.time_to_reward import parse_reward_target
 from web.pages.deps import page_caller
 from web.pages.gallery import pick
 from web.pages.render import render
@@ -74,19 +76,29 @@ def compare_page(
     job: list[int] = Query([]),
     axis: str = "step",
     i: int | None = None,
+    reward_target: str | None = None,
     caller: Caller = Depends(page_caller),
     session: Session = Depends(get_session),
 ) -> HTMLResponse:
+    """The compare answer for the picked jobs; `reward_target` is R of the time-to-reward column (a value that is
+    not a number is refused beside the control, 422, and the default R is shown)."""
     jobs = pages.visible_jobs(session, caller, job[: compare.MAX_JOBS])
     context: dict[str, Any] = {"section": "compare", "jobs": jobs, "axis": "time" if axis == "time" else "step"}
+    status = 200
+    try:
+        target = parse_reward_target(reward_target)
+    except FieldErrors as exc:
+        target, status = None, exc.status_code
+        context["target_error"] = f"{exc.args[0][0]['field']}: {exc.args[0][0]['message']}"
+    context["reward_target_input"] = reward_target or ""
     if len(jobs) < 2:
         context["recent"] = list_jobs(session, caller, JobFilters(), limit=50).items
         context["picked"] = {j.id for j in jobs}
     else:
         context.update(
-            comparison=compare.compare(session, caller, [j.id for j in jobs]),
+            comparison=compare.compare(session, caller, [j.id for j in jobs], reward_target=target),
             charts=CHARTS,
             jobs_json=[{"id": j.id, "name": j.name, "executor": j.executor} for j in jobs],
             gallery=synced_gallery(session, jobs, i),
         )
-    return render(request, "compare.html", context)
+    return render(request, "compare.html", context, status_code=status)

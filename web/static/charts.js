@@ -403,6 +403,65 @@
     }
   };
 
+  // ---- compare page: reward against running seconds --------------------------------------------
+  // Drawn from the compare answer itself (GET /api/v1/compare: each row's reward_curve and the answer's
+  // reward_target), so the chart's seconds and R are the table's. Redrawn when the R control swaps the table.
+
+  function RewardSecondsChart(el) {
+    this.el = el;
+    this.jobs = JSON.parse(el.dataset.rewardSeconds);
+    this.plot = null;
+    new ResizeObserver(() => this.plot && this.plot.setSize(sizeOf(el))).observe(el);
+    document.addEventListener("sfumato:theme", () => this.load());
+    document.body.addEventListener("htmx:afterSwap", (event) => {
+      if (event.target.id === "compare-summary" || event.target.closest("#compare-summary")) this.load();
+    });
+  }
+
+  RewardSecondsChart.prototype.load = async function () {
+    const summary = document.getElementById("compare-summary");
+    const target = summary ? summary.dataset.rewardTarget : "";
+    let url = "/api/v1/compare?jobs=" + this.jobs.map((j) => j.id).join(",");
+    if (target) url += "&reward_target=" + encodeURIComponent(target);
+    let answer;
+    try {
+      answer = await getJSON(url);
+    } catch (err) {
+      placeholder(this.el, "Could not load the compare answer.");
+      console.warn(err);
+      return;
+    }
+    const tables = [];
+    const series = [{ label: "seconds", value: (u, v) => formatSeconds(v) }];
+    let last = 0;
+    answer.jobs.forEach((row, i) => {
+      const curve = row.reward_curve;
+      if (!curve.seconds.length) return;
+      last = Math.max(last, curve.seconds[curve.seconds.length - 1]);
+      tables.push([curve.seconds, curve.rewards]);
+      series.push({ label: "#" + row.id + " " + legendName(row.name) + " (" + row.algorithm + ", " + row.executor + ", " + curve.source + ")",
+        stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true, points: { show: false } });
+    });
+    if (this.plot) this.plot.destroy();
+    this.plot = null;
+    if (!tables.length) {
+      placeholder(this.el, "No job reported a reward yet.");
+      return;
+    }
+    if (answer.reward_target !== null) {
+      tables.push([[0, last], [answer.reward_target, answer.reward_target]]);
+      series.push({ label: "R", stroke: cssVar("--pico-muted-color", "#888"), dash: [6, 4], width: 1, points: { show: false } });
+    }
+    this.el.replaceChildren();
+    this.plot = new uPlot({
+      ...sizeOf(this.el),
+      scales: { x: { time: false }, y: { range: valueRange } },
+      axes: axes(this.el, "reward", false, "running seconds"),
+      series,
+      cursor: { drag: { x: true, y: false, setScale: true } },
+    }, uPlot.join(tables), this.el);
+  };
+
   // For the experiment page's charts (experiment_charts.js): the same axes, sizes, colours and reads.
   window.SfumatoCharts = { axes, sizeOf, getJSON, executorColor, alpha, placeholder, zoomHook, DASHES };
 
@@ -411,5 +470,7 @@
     if (jobSection) new JobCharts(jobSection).start();
     const compareSection = document.querySelector("[data-jobs]");
     if (compareSection) new CompareCharts(compareSection).start();
+    const rewardSeconds = document.querySelector("[data-reward-seconds]");
+    if (rewardSeconds) new RewardSecondsChart(rewardSeconds).load();
   });
 })();
