@@ -1,8 +1,9 @@
 """lean_reweight with each group's own std (Flow-GRPO with ``global_std: false``, G = 4, adv_clip 1.0, a KL), on
 one replayed trajectory: per_sample applies the clip to each sample's advantage and is native's gradient; affine
-assumes no clip, so where the clip bites it fails by default, logs (keeping its unclipped gradient) or falls back to
-native's exact recompute; the auto regime follows Samuelson's bound; the step reports the regime, the memory it
-held, the largest |A| it assumed and timings that fit inside the step."""
+assumes no clip (and is native's gradient where none can bite), so where the clip bites it fails by default, logs
+(keeping its unclipped gradient) or falls back to native's exact recompute; the auto regime follows Samuelson's
+bound; the step reports the regime, the memory it held, the largest |A| it assumed and timings that fit inside the
+step."""
 
 from __future__ import annotations
 
@@ -87,6 +88,21 @@ def test_affine_falls_back_to_native_s_exact_gradient_where_the_clip_bites(
     gradient, metrics, _ = reweight_step(session, options(buffer_regime="affine", on_adv_clip="native_fallback"))
     assert rel_l2(gradient, native[0]) <= CLASS_BOUNDS["E1"]
     assert metrics["executor/native_fallback"] == 1.0 and metrics["executor/buffer_regime"] == 4
+    largest = float(group_std_advantages(session).abs().max())
+    assert metrics["executor/adv_abs_max_assumed"] == pytest.approx(largest, rel=1e-9)
+
+
+def test_affine_where_the_clip_cannot_bite_forms_native_s_gradient_from_its_two_sums(
+    session: AuditSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adv_clip 5.0 (above sqrt(3), the largest |A| of 4): the affine correction divides by each group's std."""
+    unclipped = parse_spec(audit_spec(algorithm={**ALGORITHM, "adv_clip": 5.0}))
+    monkeypatch.setattr(session, "spec", unclipped)  # the audit's capture runs the session's spec
+    monkeypatch.setattr(session.job, "spec", unclipped)
+    want = session.capture("native").gradient.double()
+    gradient, metrics, _ = reweight_step(session, options(buffer_regime="affine"))
+    assert rel_l2(gradient, want) <= CLASS_BOUNDS["E1"]
+    assert metrics["executor/native_fallback"] == 0.0
     largest = float(group_std_advantages(session).abs().max())
     assert metrics["executor/adv_abs_max_assumed"] == pytest.approx(largest, rel=1e-9)
 
