@@ -7,13 +7,14 @@ The model is SD3-Medium's width (hidden 1536, heads of 64) at half its depth (12
 
 1. one rank: native, lean_retain, lean_reweight and jagg interleaved (``python -m trainer bench``),
    the advisor's probe of the same spec (``python -m trainer probe``) with its predictions beside the bench's
-   measurements, then their gradient audit (``python -m trainer audit``, fp32 and deterministic kernels, as the
-   audit's bounds are fp32 bounds);
+   measurements, then their gradient audit (``python -m trainer audit``, deterministic kernels) in bf16, by the
+   audit's bf16 class, and in fp32, by the exactness classes, on the audit's step (``AUDITED``: with a KL and two
+   optimizer updates a rollout, so that the KL term and the later update are judged apart);
 2. with 2+ GPUs, two ranks under FSDP (``model.sharding: fsdp``): every executor the spec accepts
-   there, and digenrl (one generator, one trainer).
+   there, bench and both audits, and digenrl (one generator, one trainer).
 
 It prints the bench tables and the audit JSON and, on CUDA, writes them to bench/results/gpu.md.
-``--small`` runs the same on the CPU at a reduced size in seconds: the suite's check that this
+``--small`` runs the same on the CPU at a reduced size, with the bf16 audit only: the suite's check that this
 command keeps working (tests/executors/test_gpu_check.py).
 """
 
@@ -42,6 +43,10 @@ from trainer.spec.probe_report import ProbeReport  # noqa: E402
 SATURATING = SD3Size(hidden=1536, blocks=12, latent_size=64)
 SMALL = SD3Size(hidden=64, blocks=1, latent_size=8)
 ONE_RANK = [name for name in EXECUTORS if name != "digenrl"]  # digenrl needs a rollout and a trainer rank
+# The audit's step: Flow-GRPO's KL on SD3.5 (β 0.04, its GenEval value), the policy moved off the reference by the
+# audit, and two optimizer updates a rollout (the Lean executors' hybrid schedule): every update and both terms judged.
+AUDITED = {"kl_beta": 0.04, "inner_epochs": 2}
+AUDIT_EXECUTOR = {"name": "lean_reweight", "kl": "extra_vjp", "after_first_update": "native"}
 
 
 def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: Any) -> dict[str, Any]:
@@ -84,9 +89,15 @@ def bench(folder: Path, spec: dict[str, Any], executors: list[str], rounds: int)
     return result if isinstance(result, str) else json.loads(out.read_text())
 
 
-def audit(folder: Path, spec: dict[str, Any], executors: list[str]) -> dict[str, Any] | str:
-    """The audit JSON (fp32, the audit's own conditions)."""
-    spec = {**spec, "name": f"{spec['name']}-audit", "model": {**spec["model"], "precision": "fp32"}}
+def audit(folder: Path, spec: dict[str, Any], executors: list[str], precision: str) -> dict[str, Any] | str:
+    """The audit JSON of the audit's step (``AUDITED``) in ``precision``."""
+    spec = {
+        **spec,
+        "name": f"{spec['name']}-audit-{precision}",
+        "model": {**spec["model"], "precision": precision},
+        "algorithm": {**spec["algorithm"], **AUDITED},
+        "executor": AUDIT_EXECUTOR,
+    }
     path = folder / f"{spec['name']}.json"
     path.write_text(json.dumps(spec))
     command = trainer_command(spec["resources"]["devices"], "audit", "--spec", str(path))
@@ -134,12 +145,13 @@ def run(small: bool) -> tuple[str, bool]:
         single = job(model, device, small)
         reports = [bench(folder, single, ONE_RANK, rounds)]
         advised = advice(folder, single, ONE_RANK, reports[0])
-        audits = {"1 rank": audit(folder, single, ONE_RANK)}
+        precisions = ["bf16"] if small else ["bf16", "fp32"]
+        audits = {f"1 rank, {p}": audit(folder, single, ONE_RANK, p) for p in precisions}
         if gpus >= 2:
             fsdp = job(model, device, small, ranks=2, sharding="fsdp")
             sharded = [n for n in ONE_RANK if accepted(fsdp, n)]
             reports.append(bench(folder, fsdp, sharded, rounds))
-            audits["2 ranks, FSDP"] = audit(folder, fsdp, sharded)
+            audits |= {f"2 ranks, FSDP, {p}": audit(folder, fsdp, sharded, p) for p in precisions}
             reports.append(bench(folder, job(model, device, small, ranks=2), ["native", "digenrl"], rounds))
     ran = all(isinstance(r, dict) for r in [*reports, *audits.values()]) and isinstance(advised, dict)
     return text(reports, advised, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
@@ -169,7 +181,8 @@ def text(
         + ("\n\nFailed:\n\n" + failed if failed else "")
         + "\n\n## The advisor's prediction against the one-rank bench (make bench-advisor's table)\n\n"
         + (advisor_markdown([combined([advised])]) if isinstance(advised, dict) else f"Not run: {advised}")
-        + "\n\n## Gradient audit (fp32, deterministic kernels)\n\n"
+        + "\n\n## Gradient audit (deterministic kernels; bf16 by the bf16 class, fp32 by the exactness classes)\n\n"
+        + f"The audit's step: the bench's spec with {json.dumps(AUDITED)}, executor {json.dumps(AUDIT_EXECUTOR)}.\n\n"
         + audit_text
         + "\n"
     )

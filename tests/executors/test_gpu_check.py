@@ -30,27 +30,52 @@ def small_gpu_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
     return output.read_text(), result.stdout + result.stderr
 
 
-def test_the_small_gpu_check_benches_and_audits_every_one_rank_executor(small_gpu_check: tuple[str, str]) -> None:
-    report, _ = small_gpu_check
+def test_the_small_gpu_check_benches_and_audits_every_one_rank_executor_in_bf16(
+    small_gpu_check: tuple[str, str],
+) -> None:
+    report = small_gpu_check[0]
     for name in EXECUTORS:
         assert re.search(rf"^\| full T=5 K=4 R=1 \| {name} \|", report, re.MULTILINE), name
-    assert set(audit_of(report)["executors"]) >= set(EXECUTORS) - {"native"}
+    audits = audits_of(report)
+    assert list(audits) == ["1 rank, bf16"]  # --small: the bf16 audit only; on CUDA the fp32 one follows it
+    assert set(audits["1 rank, bf16"]["executors"]) == set(EXECUTORS) - {"native"}
 
 
-def audit_of(report: str) -> dict[str, Any]:
-    return json.loads(report[report.index("```json") + len("```json") : report.rindex("```")])
+def audits_of(report: str) -> dict[str, dict[str, Any]]:
+    """Each audit's JSON by its label ("1 rank, bf16: ```json ... ```")."""
+    blocks = re.findall(r"^([^\n]+):\n\n```json\n(.*?)\n```", report, re.MULTILINE | re.DOTALL)
+    return {label: json.loads(block) for label, block in blocks}
+
+
+def test_the_small_gpu_check_s_bf16_audit_judges_both_updates_and_the_kl_apart(
+    small_gpu_check: tuple[str, str],
+) -> None:
+    """The audit's step: β 0.04 (the policy moved off the reference) and two updates a rollout, in bf16, the bounds
+    three times native's own difference one row a micro-batch."""
+    audit = audits_of(small_gpu_check[0])["1 rank, bf16"]
+    assert (audit["precision"], audit["terms"], audit["updates"]) == ("bf16", ["total", "policy", "kl"], 2)
+    assert audit["reference_offset"] > 0 and audit["native_metrics"]["kl"] > 0
+    bf16 = audit["native_floor"]
+    assert (bf16["safety_factor"], bf16["micro_batches"]) == (3.0, 2)
+    assert all(floor > 0 for floors in bf16["floor"].values() for floor in floors)
 
 
 def test_the_small_gpu_check_s_audit_passes_the_exact_executors_and_reports_jagg_close_to_native(
     small_gpu_check: tuple[str, str],
 ) -> None:
-    """Flow-GRPO at T = 5, K = 4: lean_retain is native bit for bit (E0), lean_reweight within 1e-5 (E1); jagg's
-    one routed group of width 4 interpolates two of its steps (cosine 0.97 on this model), a report."""
-    executors = audit_of(small_gpu_check[0])["executors"]
-    assert (executors["lean_retain"]["class"], executors["lean_retain"]["verdict"]) == ("E0", "pass")
-    assert (executors["lean_reweight"]["class"], executors["lean_reweight"]["verdict"]) == ("E1", "pass")
+    """Flow-GRPO at T = 5, K = 4 in bf16: lean_retain (E0) and lean_reweight (E1) within the bf16 class on every update
+    and term; jagg's one routed group of width 4 interpolates two of its steps in each update, a report.
+    On the CPU native's first ratio, and every executor's, is 1."""
+    audit = audits_of(small_gpu_check[0])["1 rank, bf16"]
+    executors = audit["executors"]
+    assert audit["native_first_update_ratio_distance"] == 0.0
+    for name, exactness in (("lean_retain", "E0"), ("lean_reweight", "E1")):
+        result = executors[name]
+        assert (result["class"], result["exactness"], result["verdict"]) == ("bf16", exactness, "pass"), name
+        verdicts = [t["verdict"] for u in result["updates"] for t in u["terms"].values()]
+        assert verdicts == ["pass"] * 6 and result["first_update_ratio_distance"] == 0.0, name
     jagg = executors["jagg"]
-    assert (jagg["class"], jagg["verdict"], jagg["routed_groups"]) == ("A", "report", 1)
+    assert (jagg["class"], jagg["verdict"], jagg["routed_groups"]) == ("A", "report", 2)  # one group each update
     assert jagg["cosine"] >= 0.9 and jagg["rel_l2"] <= 0.5
 
 
