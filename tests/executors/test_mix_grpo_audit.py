@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.executors.conftest import audit_spec
+from tests.trainer.conftest import read_metrics, write_spec
 from trainer.audit import audit
+from trainer.run import run
 
 MIX = {"name": "mix_grpo", "sampling_steps": 6, "window_size": 2}
 
@@ -43,3 +45,16 @@ def test_jagg_on_mix_grpo_aggregates_each_routed_window_group_exactly(
     jagg = run_audit(tmp_path, spec, ["jagg"])["jagg"]
     assert jagg["verdict"] == "report" and jagg["routed_groups"] == 1
     assert jagg["rel_l2"] <= 1e-6 and jagg["cosine"] >= 1 - 1e-9
+
+
+def test_lean_retain_rolls_mix_grpo_flash_out_to_native_s_images(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """The audit replays native's trajectory, so the graph rollout's own solver tail is checked here: a real
+    step of each executor scores the same images (the rewards of the step equal to the last bit)."""
+    rewards = {}
+    for name in ("native", "lean_retain"):
+        spec = audit_spec(algorithm={**MIX, "name": "mix_grpo_flash", "ode_compression": 0.6}, executor={"name": name})
+        run(write_spec(tmp_path / f"{name}.json", spec), tmp_path / name, resume=False)
+        rewards[name] = [step["reward/mean"] for step in read_metrics(tmp_path / name)]
+    assert rewards["lean_retain"] == rewards["native"]

@@ -81,3 +81,9 @@ def test_a_compression_outside_0_to_1_is_refused() -> None:
 def test_the_solver_s_compression_is_refused_for_mix_grpo() -> None:
     found = problems({"name": "mix_grpo", "ode_compression": 0.4})
     assert "it applies to mix_grpo_flash" in found["algorithm.ode_compression"]
+
+
+def test_mix_grpo_takes_every_window_option_it_is_given() -> None:
+    given = {"window_size": 3, "window_shift_interval": 5, "window_stride": 2, "window_schedule": "random"}
+    algorithm = parse_spec({"algorithm": {"name": "mix_grpo", **given}}).algorithm
+    assert {key: getattr(algorithm, key) for key in given} == given
