@@ -68,7 +68,7 @@ def upstream_dpm_step(sample, x0, x0_before, before: float, sigma: float, after:
     )
 
 
-@pytest.mark.parametrize("last_sde", [3, 12])
+@pytest.mark.parametrize("last_sde", [0, 3, 12])
 def test_every_tail_step_matches_upstream_s_dpm_solver_step(last_sde: int) -> None:
     sigmas = tail_sigmas(mix_grpo_sigmas(25), last_sde, 0.4)
     tail = OdeTail(last_sde + 1, sigmas)

@@ -45,6 +45,8 @@ class OdeTail:
             return 0.0, 1.0, 0.0  # lower_order_final: the first-order step to σ = 0 is x̂_0
         h = log_snr(after) - log_snr(sigma)
         b = -(1 - after) * math.expm1(-h)
+        if before == 1.0:
+            return after / sigma, b, 0.0  # λ⁻ = −∞ at σ⁻ = 1 (a window at step 0): r_0 = ∞, upstream's D1 is 0
         r0 = (log_snr(sigma) - log_snr(before)) / h
         return after / sigma, b, 0.5 * b / r0
 
