@@ -223,6 +223,8 @@ class ExperimentSummary(_Model):
     jobs: list[ComparedJob] = []
     host_loads: dict[int, float] = {}
     seeds_for_verdict: int = 3
+    reward_target: float | None = None
+    reward_target_reason: str = ""
     method: str = ""
 
 

@@ -43,9 +43,11 @@ class CompareRow(BaseModel):
     started_at: UtcDatetime | None = Field(description="the job's running event")
     ended_at: UtcDatetime | None
     duration_s: FiniteOrNone = Field(description="see definitions.duration_s")
-    time_to_reward_s: FiniteOrNone = Field(description="see definitions.time_to_reward; null: R not reached")
-    time_to_reward_step: int | None = Field(description="the step of the point that reached R")
-    reward_curve: RewardCurve
+    time_to_reward_s: FiniteOrNone = Field(None, description="see definitions.time_to_reward; null: R not reached")
+    time_to_reward_step: int | None = Field(None, description="the step of the point that reached R")
+    reward_curve: RewardCurve = Field(
+        default_factory=lambda: RewardCurve(source="train", steps=[], seconds=[], rewards=[])
+    )
     shared_with: list[SharedHost]
 
 

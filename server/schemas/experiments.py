@@ -78,6 +78,11 @@ class CellGroup(BaseModel):
     reward_range: list[float] | None = Field(
         description="[lowest, highest] the spec's reward declares; its reward intervals never leave it"
     )
+    time_to_reward_s: Interval = Field(
+        description="the compare answer's time to reward R (ExperimentSummary.reward_target) of the seeds that "
+        "reached it: the geometric mean and its log interval; n counts them"
+    )
+    reached_reward: str = Field(description="'2 of 3 seeds reached R', or why there is no R")
 
 
 class Verdict(BaseModel):
@@ -118,6 +123,10 @@ class ExperimentSummary(BaseModel):
         description="per job: the mean 1-minute load average per core of its host, sampled at every step"
     )
     seeds_for_verdict: int = Field(description="paired seeds a verdict needs")
+    reward_target: FiniteOrNone = Field(
+        None, description="R of every group's time to reward: the compare answer's, for the experiment's jobs"
+    )
+    reward_target_reason: str = Field("", description="why that R, or that there is none")
     definitions: Definitions
     method: str = Field(description="how the intervals and tests are computed")
 

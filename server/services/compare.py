@@ -91,7 +91,8 @@ def compare(
     ids = [job.id for job in jobs]
     currents = current_points_of_jobs(session, ids)
     speeds = throughput.samples_per_s(session, ids, currents)
-    durations = job_duration.durations_s(session, ids)
+    intervals = job_duration.intervals_of_jobs(session, ids)
+    durations = job_duration.durations_of(intervals)
     figures = key_figures_of_jobs(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
     finals = latest_points_of_pairs(session, [(i, REWARD_KEY) for i in ids], currents)
     evals = eval_rewards_of_jobs(session, ids, currents)
@@ -104,7 +105,7 @@ def compare(
     )
     picked = pick_reference(jobs, reference)
     base = speeds[picked.job.id] if picked else None
-    curves = time_to_reward.reward_curves(session, jobs, currents, evals)
+    curves = time_to_reward.reward_curves(session, jobs, currents, evals, intervals)
     target = time_to_reward.pick_target(jobs, curves, reward_target, picked.job.id if picked else None)
     rows = []
     for job in jobs:

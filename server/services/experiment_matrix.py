@@ -4,7 +4,10 @@ A path names a field of the job spec as `trainer.spec` defines it (`seed`, `algo
 `executor.name`, `reward.0.weight` for a list's entry); a path the spec does not have is refused naming it.
 Setting `executor.name` replaces the executor section with that executor's defaults unless the base spec
 already names it (executors have different options), and it is applied before the other axes, so
-`executor.group_width` can follow it.
+`executor.group_width` can follow it. Setting `algorithm.name` likewise keeps the base's algorithm fields every
+algorithm reads alike (steps, group size, learning rate, ...) and drops the ones that are an algorithm's own
+(its upstream defaults, its window, its family's options: `ALGORITHM_OWN_FIELDS`), so each cell gets its
+algorithm's defaults, never another algorithm's options; it too is applied before the other axes.
 """
 
 from __future__ import annotations
@@ -19,8 +22,16 @@ from pydantic import BaseModel
 
 from server.services.errors import FieldErrors
 from trainer.spec import JobSpec
+from trainer.spec.algorithm import ALGORITHM_OPTIONS, UPSTREAM_FIELDS
+from trainer.spec.forward_family import FORWARD_ONLY, GRPO_ONLY
 
 EXECUTOR_PATH = "executor.name"
+ALGORITHM_PATH = "algorithm.name"
+# The algorithm fields that are one algorithm's own: left unset in a cell that changes the algorithm.
+ALGORITHM_OWN_FIELDS = frozenset({*UPSTREAM_FIELDS, *GRPO_ONLY, *FORWARD_ONLY, "train_timesteps", "sampler"}).union(
+    *ALGORITHM_OPTIONS.values()
+)
+FIRST_PATHS = (EXECUTOR_PATH, ALGORITHM_PATH)  # set before the other axes, which may set their options
 SEED_PATH = "seed"
 # Fair timing sets these on every cell; sweeping them would undo it.
 FAIR_TIMING_PATHS = ("resources.exclusive", "resources.gpu_model")
@@ -149,17 +160,21 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
 
 
 def cell_spec(base: dict[str, Any], cell: Cell, name: str) -> dict[str, Any]:
-    """The base spec with the cell's values (the executor first), named after the experiment and the cell."""
+    """The base spec with the cell's values (the executor and the algorithm first), named after the experiment
+    and the cell."""
     data = copy.deepcopy(base)
     if isinstance(data.get("executor"), str):
         data["executor"] = {"name": data["executor"]}
-    for path, value in sorted(cell.values.items(), key=lambda item: item[0] != EXECUTOR_PATH):
-        executor = data.get("executor")
+    for path, value in sorted(cell.values.items(), key=lambda item: item[0] not in FIRST_PATHS):
+        executor, algorithm = data.get("executor"), data.get("algorithm")
         if path == EXECUTOR_PATH and not (isinstance(executor, dict) and executor.get("name") == value):
             data["executor"] = {"name": value}
+        elif path == ALGORITHM_PATH and isinstance(algorithm, dict) and algorithm.get("name", "flow_grpo") != value:
+            kept = {k: v for k, v in algorithm.items() if k not in ALGORITHM_OWN_FIELDS}
+            data["algorithm"] = {**kept, "name": value}
         else:
             _set(data, path, value)
-    short = ",".join(str(v) if p == EXECUTOR_PATH else f"{p.rsplit('.', 1)[-1]}={v}" for p, v in cell.values.items())
+    short = ",".join(str(v) if p in FIRST_PATHS else f"{p.rsplit('.', 1)[-1]}={v}" for p, v in cell.values.items())
     data["name"] = f"{name}/{short}"[:200]
     return data
 

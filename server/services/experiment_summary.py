@@ -43,7 +43,9 @@ METHOD = (
     f"{SIGNIFICANCE}. No verdict below {SEEDS_FOR_VERDICT} paired seeds, nor on a speedup above its "
     f"executor's analytical bound by more than its interval ('{ABOVE_BOUND}'). Flags: a cell whose host's "
     f"1-minute load average per core averaged above {LOAD_THRESHOLD:g} while it ran; native samples/s moving "
-    f"by more than {DRIFT_THRESHOLD:.0%} between the first and the last block."
+    f"by more than {DRIFT_THRESHOLD:.0%} between the first and the last block. Time to reward R: the seeds that "
+    "reached R, as a positive figure (geometric mean, log interval); a seed that never reached R is counted in "
+    "'reached', not in the interval."
 )
 
 
@@ -197,8 +199,22 @@ def _drift_flags(groups: dict[tuple[tuple[str, str], ...], list[CellFigures]]) -
     return flags
 
 
-def summarize(cells: Sequence[CellFigures], device_models: dict[int, str]) -> ExperimentSummary:
-    """The summary of cells whose compare rows are known (pure: the fixture tests call it directly)."""
+def reached_words(rows: Sequence[CompareRow], target: float | None, reason: str) -> str:
+    """'2 of 3 seeds reached R', or why no seed has a time to reward."""
+    if target is None:
+        return reason
+    reached = sum(row.time_to_reward_s is not None for row in rows)
+    return f"{reached} of {len(rows)} seed{'s' if len(rows) != 1 else ''} reached R"
+
+
+def summarize(
+    cells: Sequence[CellFigures],
+    device_models: dict[int, str],
+    reward_target: float | None = None,
+    reward_target_reason: str = "",
+) -> ExperimentSummary:
+    """The summary of cells whose compare rows are known (pure: the fixture tests call it directly); the time to
+    reward is the rows' own, to the compare answer's R (`reward_target`)."""
     groups: dict[tuple[tuple[str, str], ...], list[CellFigures]] = {}
     for cell in cells:
         groups.setdefault(group_key(cell.values), []).append(cell)
@@ -226,6 +242,8 @@ def summarize(cells: Sequence[CellFigures], device_models: dict[int, str]) -> Ex
                 final_reward=_reward([r.final_reward for r in rows], members[0].reward_range),
                 eval_reward=_reward([r.eval_reward for r in rows], members[0].reward_range),
                 reward_range=list(members[0].reward_range) if members[0].reward_range else None,
+                time_to_reward_s=_positive([r.time_to_reward_s for r in rows]),
+                reached_reward=reached_words(rows, reward_target, reward_target_reason),
             )
         )
     return ExperimentSummary(
@@ -236,6 +254,8 @@ def summarize(cells: Sequence[CellFigures], device_models: dict[int, str]) -> Ex
         device_models=device_models,
         host_loads={c.row.id: c.host_load for c in cells if c.host_load is not None},
         seeds_for_verdict=SEEDS_FOR_VERDICT,
+        reward_target=reward_target,
+        reward_target_reason=reward_target_reason,
         definitions=DEFINITIONS,
         method=METHOD,
     )
@@ -275,7 +295,8 @@ def experiment_summary(
 ) -> ExperimentSummary:
     """The summary from the compare answer for the experiment's jobs (in matrix order)."""
     ids = [cell.job_id for cell in cells]
-    rows = {row.id: row for row in compare(session, caller, ids).jobs} if ids else {}
+    answer = compare(session, caller, ids) if ids else None
+    rows = {row.id: row for row in answer.jobs} if answer else {}
     base_seed = int(experiment.base_spec.get("seed", 0) or 0) if isinstance(experiment.base_spec, dict) else 0
     loads = host_loads(session, ids)
     ranges = reward_ranges(session, ids)
@@ -290,7 +311,8 @@ def experiment_summary(
         )
         for cell in cells
     ]
-    return summarize(figures, device_models(session, ids))
+    target, reason = (answer.reward_target, answer.reward_target_reason) if answer else (None, "")
+    return summarize(figures, device_models(session, ids), target, reason)
 
 
 def host_loads(session: Session, job_ids: Sequence[int]) -> dict[int, float]:

@@ -81,7 +81,12 @@ def intervals_of_jobs(session: Session, job_ids: Sequence[int]) -> dict[int, lis
     return intervals
 
 
+def durations_of(intervals: dict[int, list[RunInterval]]) -> dict[int, float | None]:
+    """Each job's duration from its intervals (`intervals_of_jobs`), when a caller needs both."""
+    now = datetime.now(UTC)
+    return {job_id: ran_for(spans, now) for job_id, spans in intervals.items()}
+
+
 def durations_s(session: Session, job_ids: Sequence[int]) -> dict[int, float | None]:
     """Each job's duration, in one statement whatever the number of jobs."""
-    now = datetime.now(UTC)
-    return {job_id: ran_for(spans, now) for job_id, spans in intervals_of_jobs(session, job_ids).items()}
+    return durations_of(intervals_of_jobs(session, job_ids))

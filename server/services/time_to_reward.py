@@ -105,13 +105,14 @@ def reward_curves(
     jobs: Sequence[Job],
     currents: dict[int, CurrentPoints],
     evals: dict[int, EvalRewards] | None = None,
+    intervals: dict[int, list[job_duration.RunInterval]] | None = None,
 ) -> dict[int, RewardCurve]:
     """Each job's reward series against its running seconds (every point; `reached` and `_thin` use them);
-    `evals`: the jobs' eval rewards, when already read."""
+    `evals` and `intervals`: the jobs' eval rewards and attempt intervals, when already read."""
     ids = [job.id for job in jobs]
     train = _train_points(session, ids, currents)
     evals = evals if evals is not None else eval_rewards_of_jobs(session, ids, currents)
-    intervals = job_duration.intervals_of_jobs(session, ids)
+    intervals = intervals if intervals is not None else job_duration.intervals_of_jobs(session, ids)
     now = datetime.now(UTC)
     curves = {}
     for job in jobs:

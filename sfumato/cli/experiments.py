@@ -59,7 +59,7 @@ def _print_summary(experiment: Experiment) -> None:
         return
     table = Table(header_style="bold")
     columns = ("GROUP", "SEEDS", "SAMPLES/S [95%]", "SPEEDUP [95%]", "PEAK MEMORY [95%]", "FINAL REWARD [95%]",
-               "EVAL REWARD [95%]")  # fmt: skip
+               "EVAL REWARD [95%]", "TIME TO R, S [95%]")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "GROUP" else "right")
 
@@ -80,8 +80,12 @@ def _print_summary(experiment: Experiment) -> None:
             interval(group.get("peak_memory_bytes"), shown=size),
             interval(group["final_reward"]),
             interval(group["eval_reward"]),
+            f"{interval(group.get('time_to_reward_s'))} ({group.get('reached_reward', '')})",
         )
     out.print(table)
+    target, reason = summary.reward_target, summary.reward_target_reason
+    line = f"time to reward R = {target:.4g}: {reason}" if target is not None else f"time to reward: {reason}"
+    out.print(line, markup=False)
     for verdict in summary.verdicts:
         out.print(verdict["text"], markup=False)
     for flag in summary.flags:
