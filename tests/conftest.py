@@ -64,29 +64,37 @@ def worker_redis_database(url: str) -> str:
 
 
 LIVE_PLATFORM_FILES = ("test_prometheus.py", "test_cli_live.py", "test_experiment_cli_live.py", "test_client_live.py")
-CLUSTER_FOLDERS = ("faults", "integration")
+CLUSTER_FOLDERS = ("tests/faults/", "tests/integration/")
 
 
-def xdist_group_of(path: Path, rootpath: Path) -> str:
+def xdist_group_of(test_file: str) -> str:
     """The files sharing the session's live platform run on one worker, and so do the tests that start whole
     clusters (one at a time: two at once would starve each other's heartbeats on a 2-core host); any other file
-    is a group of its own, so its module fixtures are built once."""
-    if path.name in LIVE_PLATFORM_FILES:
+    is a group of its own, so its module fixtures are built once. ``test_file`` is relative to the rootdir."""
+    if test_file.rsplit("/", 1)[-1] in LIVE_PLATFORM_FILES:
         return "live_platform"
-    relative = path.relative_to(rootpath)
-    if relative.parts[:2] in {("tests", folder) for folder in CLUSTER_FOLDERS}:
+    if test_file.startswith(CLUSTER_FOLDERS):
         return "clusters"
-    return str(relative)
+    return test_file
 
 
-@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` (--dist loadgroup) sends each group of xdist_group_of to one worker. Our own scheduler: xdist's
+    loadgroup reads the xdist_group mark through a node id suffix that pytest 9 no longer keeps."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TestGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid.split("::", 1)[0])
+
+    return TestGroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs under pytest-xdist with --dist loadgroup; each test gets its group (xdist_group_of), and
-    the clusters' group, the longest, is collected first so that a worker starts on it at once."""
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.path, config.rootpath)))
-    items.sort(key=lambda item: xdist_group_of(item.path, config.rootpath) != "clusters")
+    """The clusters' group, the longest, is collected first so that a worker starts on it at once."""
+    items.sort(key=lambda item: xdist_group_of(item.nodeid.split("::", 1)[0]) != "clusters")
 
 
 @pytest.fixture
