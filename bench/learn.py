@@ -1,26 +1,42 @@
-"""``make bench-learn``: does each algorithm make the shapes model draw what the reward asks for?
+"""``make bench-learn``: which method reaches the reward first, in wall-clock seconds?
 
-Runs the README's first job (``examples/shapes-demo.json``: ``builtin:shapes`` trained on
-``orange_background``) once per algorithm, and prints the mean training reward of the first and
-last 10 steps with the gain in units of its standard error (from the step-to-step spread of each
-half). It then draws a before/after strip, ``bench/results/learn-strip.png``: the demo's eval
-prompts with the same seeds, on the first row from the base model (step 0), on each following row
-from one algorithm's policy at its last step (the run's own eval samples). The table goes to
-``bench/results/learn.md``. A benchmark, not a test: it asserts nothing and takes minutes on a CPU.
+Runs every algorithm of the trainer's registry on the README's first job (``examples/shapes-demo.json``:
+``builtin:shapes`` trained on ``orange_background``) under its fastest executor (below), for 3 seeds in one
+run, interleaved: a round is one seed, and each round runs every algorithm once, in an order that reverses
+every second round, so that a machine whose load drifts slows every algorithm alike. Flow-GRPO under native
+runs in every round too: its final reward (the median over seeds of its last step's ``reward/mean``) is the
+target R every algorithm is timed to.
 
-Each algorithm keeps the demo's spec and changes only the fields that are its own (the papers'
-SDE levels and clip ranges, DanceGRPO's trained steps, Flow-GRPO-Fast's window).
+Per algorithm it prints the steps and seconds to reach R (the first step whose ``reward/mean`` is at least R;
+the median over seeds, "—" when fewer than half the seeds reached it), the final reward (the mean of the last
+10 steps, mean over seeds) and the gain in standard errors (each seed's last-10 mean minus its first-10 mean;
+their mean over the standard error of that mean across seeds). Seconds are the trainer's own step times
+summed (``time/step``: the model's loading and the eval passes, the same for every algorithm, left out).
+
+The fastest executor of an algorithm: among the executors that can run its spec (every one is exact, E0/E1,
+or class A: docs/executors.md §1), the one with the largest analytical speedup over native
+(``trainer.spec.cost_model.bound_speedup``), the first in the executor union's order on a tie.
+
+It writes ``bench/results/learn.md`` (after every run, so a cut-short run keeps what it finished),
+``bench/results/learn-seconds.png`` (reward against seconds, one line per algorithm and seed, R dashed) and
+the before/after strip ``bench/results/learn-strip.png`` (the demo's eval prompts at step 0, then each
+algorithm's policy at its last step, in the first round). A benchmark, not a test: it asserts nothing.
+
+Each algorithm keeps the demo's spec and changes only the fields that are its own (the papers' SDE levels
+and clip ranges, DanceGRPO's trained steps, Flow-GRPO-Fast's window); the others get their own defaults.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,61 +45,184 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
-from PIL import Image  # noqa: E402
+from PIL import Image, ImageDraw  # noqa: E402
 
+from trainer.algorithms.registry import ALGORITHM_CLASSES  # noqa: E402
 from trainer.run import METRICS_FILE, run  # noqa: E402
+from trainer.spec import JobSpec  # noqa: E402
+from trainer.spec.cost_model import bound_speedup  # noqa: E402
+from trainer.spec.executor import EXECUTORS  # noqa: E402
 
 DEMO_SPEC = REPO / "examples" / "shapes-demo.json"
 RESULTS = REPO / "bench" / "results"
-ALGORITHM_FIELDS: dict[str, dict] = {
-    "flow_grpo": {},
+REFERENCE = ("flow_grpo", "native")
+# The demo's fields every algorithm shares; the rest of the demo's algorithm section is Flow-GRPO's own.
+SHARED_FIELDS = ("sampling_steps", "group_size", "prompts_per_step", "total_steps", "learning_rate", "cfg_scale")
+OWN_FIELDS: dict[str, dict] = {
+    "flow_grpo": {"noise_level": 0.7, "clip_range": 1e-4},
+    "flow_grpo_fast": {"noise_level": 0.7, "clip_range": 1e-4, "window_size": 2},
     "dance_grpo": {"noise_level": 0.3, "train_timesteps": 2},
     "flash_grpo": {"clip_range": 1e-3},
-    "flow_grpo_fast": {"window_size": 2},
 }
 WINDOW = 10
 SCALE = 4  # the strip's pixels per model pixel
+COLOURS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+]
 
 
-def learning_spec(algorithm: str, steps: int, seed: int) -> dict:
+def learning_spec(algorithm: str, executor: str, steps: int, seed: int) -> dict:
     spec = json.loads(DEMO_SPEC.read_text())
-    algo = {k: v for k, v in spec["algorithm"].items() if k not in ("noise_level", "clip_range")}
-    algo.update({"name": algorithm, "total_steps": steps, **ALGORITHM_FIELDS[algorithm]})
-    if algorithm in ("flow_grpo", "flow_grpo_fast"):
-        algo.update({k: spec["algorithm"][k] for k in ("noise_level", "clip_range") if k in spec["algorithm"]})
-    spec.update({"name": f"learn-{algorithm}", "algorithm": algo, "seed": seed})
+    algo = {k: spec["algorithm"][k] for k in SHARED_FIELDS}
+    algo.update({"name": algorithm, "total_steps": steps, **OWN_FIELDS.get(algorithm, {})})
+    spec.update(
+        {"name": f"learn-{algorithm}-{executor}", "algorithm": algo, "seed": seed, "executor": {"name": executor}}
+    )
     spec["samples"] = {**spec["samples"], "every": steps}
     spec["checkpoint"] = {"every": 0}
     return spec
 
 
-def gain_in_standard_errors(first: list[float], last: list[float]) -> float:
-    error = (statistics.variance(first) / len(first) + statistics.variance(last) / len(last)) ** 0.5
-    return (statistics.mean(last) - statistics.mean(first)) / error
+def fastest_executor(algorithm: str, steps: int) -> str:
+    """The executor with the largest analytical speedup among those that run the algorithm's spec."""
+    speedups: dict[str, float] = {}
+    for name in EXECUTORS:
+        try:
+            bound = bound_speedup(JobSpec.model_validate(learning_spec(algorithm, name, steps, 0)))
+        except ValueError:
+            continue
+        if bound is not None:
+            speedups[name] = bound
+    return max(speedups, key=lambda name: speedups[name])
 
 
-def base_row(spec: dict) -> list[Image.Image]:
-    """The eval samples of the base model, drawn exactly as the run draws its eval samples (step 0)."""
-    from trainer.models.loading import load_family
-    from trainer.rollout import sample_ode
-    from trainer.spec import JobSpec
-
-    job = JobSpec.model_validate(spec)
-    job.model.finetune = "full"  # the base weights, without an adapter
-    family = load_family(job.model, torch.device("cpu"))
-    count = job.samples.count
-    prompts = [p for p in job.prompts.eval for _ in range(count)]
-    seeds = [s for _ in job.prompts.eval for s in range(count)]
-    cond = family.encode_prompts(prompts)
-    uncond = family.encode_prompts([""] * len(prompts)) if job.algorithm.cfg_scale > 1 else None
-    sigmas = family.sigmas(job.algorithm.sampling_steps, job.algorithm.shift)
-    images = sample_ode(family, family.transformer, sigmas, cond, uncond, job.algorithm.cfg_scale, seeds)
-    arrays = (images.permute(0, 2, 3, 1) * 255).round().to(torch.uint8).numpy()
-    return [Image.fromarray(array) for array in arrays]
+@dataclass
+class Run:
+    rewards: list[float]
+    seconds: list[float]  # cumulative time/step at each step
 
 
-def last_row(out: Path, steps: int) -> list[Image.Image]:
-    return [Image.open(path).convert("RGB") for path in sorted((out / "samples" / f"step-{steps}").glob("*.png"))]
+@dataclass
+class Method:
+    algorithm: str
+    executor: str
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.algorithm} / {self.executor}"
+
+
+def first_reaching(run_: Run, target: float) -> int | None:
+    """The index of the first step whose reward is at least the target."""
+    return next((i for i, r in enumerate(run_.rewards) if r >= target), None)
+
+
+def median_reached(values: list[float | None]) -> float | None:
+    """The median with 'not reached' as infinitely late: None when half or more never reached."""
+    middle = statistics.median(math.inf if v is None else v for v in values)
+    return None if math.isinf(middle) else middle
+
+
+def gain_in_standard_errors(runs: list[Run]) -> tuple[float, float | None]:
+    """The last-10 minus first-10 mean reward, over its standard error: across seeds with two or more, else
+    within the one run (Welch, from the step-to-step spread of each window)."""
+    gains = [statistics.mean(r.rewards[-WINDOW:]) - statistics.mean(r.rewards[:WINDOW]) for r in runs]
+    mean = statistics.mean(gains)
+    if len(gains) >= 2:
+        error = statistics.stdev(gains) / len(gains) ** 0.5
+    else:
+        first, last = runs[0].rewards[:WINDOW], runs[0].rewards[-WINDOW:]
+        error = (statistics.variance(first) / len(first) + statistics.variance(last) / len(last)) ** 0.5
+    return mean, mean / error if error else None
+
+
+def target_of(reference: Method) -> float:
+    return statistics.median(r.rewards[-1] for r in reference.runs)
+
+
+def table(methods: list[Method], steps: int, rounds: int, load: tuple[float, float]) -> list[str]:
+    reference = methods[0]
+    target = target_of(reference)
+    ref_seconds = median_reached([r.seconds[-1] for r in reference.runs])
+    lines = [
+        f"`make bench-learn`: {steps} steps, seeds 0..{rounds - 1} (interleaved; the last maybe partial), "
+        f"examples/shapes-demo.json (builtin:shapes, orange_background); load average {load[0]:.1f} at the start, "
+        f"{load[1]:.1f} now, on {os.cpu_count()} cores.",
+        "",
+        f"R = {target:.4f}: Flow-GRPO native's final reward (median over seeds of its step-{steps} reward/mean), "
+        f"reached by it in {ref_seconds:.1f} s (median of its {steps}-step times).",
+        "",
+        "| algorithm | executor | seeds reaching R | steps to R | seconds to R | / Flow-GRPO native's time "
+        "| final reward (last 10) | gain (last 10 - first 10) | gain/se |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for method in methods:
+        hits = [first_reaching(r, target) for r in method.runs]
+        steps_to = median_reached([h + 1 if h is not None else None for h in hits])
+        seconds_to = median_reached(
+            [r.seconds[h] if h is not None else None for r, h in zip(method.runs, hits, strict=True)]
+        )
+        final = statistics.mean(statistics.mean(r.rewards[-WINDOW:]) for r in method.runs)
+        gain, ratio = gain_in_standard_errors(method.runs)
+        share = f"{seconds_to / ref_seconds:.2f}" if seconds_to is not None and ref_seconds else "—"
+        lines.append(
+            f"| {method.algorithm} | {method.executor} | {sum(h is not None for h in hits)}/{len(hits)} "
+            f"| {steps_to if steps_to is not None else '—'} "
+            f"| {f'{seconds_to:.1f}' if seconds_to is not None else '—'} | {share} | {final:.4f} | {gain:+.4f} "
+            f"| {f'{ratio:.1f}' if ratio is not None else '—'} |"
+        )
+    return lines
+
+
+def draw_seconds_plot(methods: list[Method], target: float, path: Path) -> None:
+    """Reward against seconds, one line per algorithm and seed, R dashed; PIL only (no plotting library)."""
+    width, height, left, right, top, bottom = 1100, 640, 70, 250, 30, 50
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    runs = [(i, r) for i, m in enumerate(methods) for r in m.runs]
+    x_max = max(r.seconds[-1] for _, r in runs) or 1.0
+    values = [v for _, r in runs for v in r.rewards] + [target]
+    y_min, y_max = min(values), max(values)
+    span = (y_max - y_min) or 1.0
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return (left + x / x_max * (width - left - right), top + (1 - (y - y_min) / span) * (height - top - bottom))
+
+    draw.rectangle([left, top, width - right, height - bottom], outline="#999999")
+    for k in range(6):
+        x, y = x_max * k / 5, y_min + span * k / 5
+        px, _ = at(x, y_min)
+        _, py = at(0, y)
+        draw.text((px - 10, height - bottom + 6), f"{x:.0f}", fill="black")
+        draw.text((8, py - 6), f"{y:.2f}", fill="black")
+    draw.text(((width - right) // 2, height - 20), "seconds (summed step times)", fill="black")
+    draw.text((left, 8), "reward/mean against seconds; dashed: R, Flow-GRPO native's final reward", fill="black")
+    _, ry = at(0, target)
+    for x in range(left, width - right, 12):
+        draw.line([(x, ry), (x + 6, ry)], fill="black", width=1)
+    for i, run_ in runs:
+        points = [at(s, r) for s, r in zip(run_.seconds, run_.rewards, strict=True)]
+        draw.line(points, fill=COLOURS[i % len(COLOURS)], width=2)
+    for i, method in enumerate(methods):
+        y = top + 10 + i * 20
+        draw.line([(width - right + 15, y + 6), (width - right + 40, y + 6)], fill=COLOURS[i % len(COLOURS)], width=3)
+        draw.text((width - right + 46, y), method.label, fill="black")
+    image.save(path)
+
+
+def samples_row(out: Path, step: int) -> list[Image.Image]:
+    return [Image.open(path).convert("RGB") for path in sorted((out / "samples" / f"step-{step}").glob("*.png"))]
 
 
 def write_strip(rows: list[list[Image.Image]], path: Path) -> None:
@@ -95,45 +234,60 @@ def write_strip(rows: list[list[Image.Image]], path: Path) -> None:
     strip.save(path)
 
 
+def train(method: Method, steps: int, seed: int, scratch: Path) -> Path:
+    folder = scratch / f"{method.algorithm}-{method.executor}-{seed}"
+    folder.mkdir()
+    spec_path = folder / "spec.json"
+    spec_path.write_text(json.dumps(learning_spec(method.algorithm, method.executor, steps, seed)))
+    run(spec_path, folder / "out", resume=False)
+    lines = [json.loads(line) for line in (folder / "out" / METRICS_FILE).read_text().splitlines()]
+    seconds, total = [], 0.0
+    for line in lines:
+        total += line["time/step"]
+        seconds.append(total)
+    method.runs.append(Run([line["reward/mean"] for line in lines], seconds))
+    return folder / "out"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=json.loads(DEMO_SPEC.read_text())["algorithm"]["total_steps"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHM_FIELDS))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHM_CLASSES))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rows, strip = [], [base_row(learning_spec("flow_grpo", args.steps, args.seed))]
-    with tempfile.TemporaryDirectory() as scratch:
-        for algorithm in args.algorithms:
-            folder = Path(scratch) / algorithm
-            folder.mkdir()
-            spec_path = folder / "spec.json"
-            spec_path.write_text(json.dumps(learning_spec(algorithm, args.steps, args.seed)))
-            started = time.perf_counter()
-            run(spec_path, folder / "out", resume=False)
-            seconds = time.perf_counter() - started
-            lines = (folder / "out" / METRICS_FILE).read_text().splitlines()
-            rewards = [json.loads(line)["reward/mean"] for line in lines]
-            rows.append((algorithm, rewards[:WINDOW], rewards[-WINDOW:], seconds))
-            strip.append(last_row(folder / "out", args.steps))
+    methods = [Method(*REFERENCE)] + [Method(a, fastest_executor(a, args.steps)) for a in args.algorithms]
+    load_start = os.getloadavg()[0]
     RESULTS.mkdir(exist_ok=True)
-    write_strip(strip, RESULTS / "learn-strip.png")
-    table = [
-        f"`make bench-learn` ({args.steps} steps, seed {args.seed}): examples/shapes-demo.json, orange_background",
+    strip: list[list[Image.Image]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for seed in range(args.seeds):
+            order = methods if seed % 2 == 0 else methods[::-1]
+            for method in order:
+                started = time.perf_counter()
+                out = train(method, args.steps, seed, Path(scratch))
+                print(f"seed {seed} {method.label}: {time.perf_counter() - started:.0f} s", flush=True)
+                if seed == 0:  # the reference runs first: its step-0 samples are the base model's
+                    strip += [samples_row(out, 0)] if method is methods[0] else [samples_row(out, args.steps)]
+                    write_strip(strip, RESULTS / "learn-strip.png")
+                write_results([m for m in methods if m.runs], args.steps, seed + 1, (load_start, os.getloadavg()[0]))
+
+
+def write_results(methods: list[Method], steps: int, rounds: int, load: tuple[float, float]) -> None:
+    """The table, the plot and the strip's caption as they stand (after every run: a cut-short run keeps them)."""
+    lines = table(methods, steps, rounds, load)
+    draw_seconds_plot(methods, target_of(methods[0]), RESULTS / "learn-seconds.png")
+    names = ", ".join(m.label for m in methods[1:])
+    lines += [
         "",
-        "| algorithm | first 10 | last 10 | gain | gain/se | seconds |",
-        "|---|---|---|---|---|---|",
+        "Reward against seconds (one line per algorithm and seed; dashed: R):",
+        "![reward against seconds](learn-seconds.png)",
+        "",
+        f"Before/after strip (row 1: step 0; then {names} at step {steps}, seed 0):",
+        "![before and after](learn-strip.png)",
     ]
-    for algorithm, first, last, seconds in rows:
-        before, after = statistics.mean(first), statistics.mean(last)
-        ratio = gain_in_standard_errors(first, last)
-        gain = after - before
-        table.append(f"| {algorithm} | {before:.4f} | {after:.4f} | {gain:+.4f} | {ratio:.1f} | {seconds:.0f} |")
-    rows_named = ", ".join(args.algorithms)
-    table += ["", f"Before/after strip (row 1: step 0; then {rows_named} at step {args.steps}):"]
-    table.append("![before and after](learn-strip.png)")
-    (RESULTS / "learn.md").write_text("\n".join(table) + "\n")
-    print("\n".join(table))
+    (RESULTS / "learn.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
