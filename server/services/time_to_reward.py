@@ -30,6 +30,14 @@ from server.services.errors import FieldErrors
 from server.services.eval_rewards import eval_rewards_of_jobs
 from server.services.metric_reads import current_points_of_block
 
+# The latest wall time a datetime holds: a stored inf or 1e300 is no point's time, and is left out of the curves.
+LATEST_WALL = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
+
+
+def a_time(wall: float) -> bool:
+    return math.isfinite(wall) and 0 <= wall < LATEST_WALL
+
+
 REWARD_KEY = "reward/mean"
 DEFAULT_ALGORITHM, DEFAULT_EXECUTOR = "flow_grpo", "native"
 MAX_CURVE_POINTS = 1000  # a chart's worth; the time to reward is found on every point
@@ -116,7 +124,7 @@ def reward_curves(
     now = datetime.now(UTC)
     curves = {}
     for job in jobs:
-        points = train[job.id]
+        points = [point for point in train[job.id] if a_time(point[2])]
         walls = {step: wall for step, _, wall in points}
         if intervals[job.id]:
 
