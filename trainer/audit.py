@@ -323,10 +323,13 @@ def local_value_of(param: torch.Tensor) -> torch.Tensor:
 def replay_rows(replay: Replay, rows: torch.Tensor) -> Replay:
     """The replay of `rows` of the whole batch (in sample order): one rank's samples."""
     t, scores = replay.trajectory, replay.scores
-    held = rows.to(t.latents.device)  # the trajectory's rows are indexed where it lives, the scores' on the host
+    held = rows.to(t.latents.device)  # rows are indexed where each tensor lives (scores stay on the device too)
     uncond = None if t.uncond is None else t.uncond.index(held)
     trajectory = Trajectory(t.latents[held], t.log_probs[held], t.cond.index(held), uncond, t.images[held])
-    return Replay(trajectory, Scores(scores.total[rows], {k: v[rows] for k, v in scores.parts.items()}))
+    scored = Scores(
+        scores.total[rows.to(scores.total.device)], {k: v[rows.to(v.device)] for k, v in scores.parts.items()}
+    )
+    return Replay(trajectory, scored)
 
 
 def flat_of(grads: list[torch.Tensor]) -> torch.Tensor:

