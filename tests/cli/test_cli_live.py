@@ -43,7 +43,8 @@ def test_submit_wait_shows_progress_and_ends_with_the_final_reward(
     progress = tiny_jobs.cli_submit.stderr
     assert f"job {job.id} (tiny-lean_retain) submitted: lean_retain executor" in progress
     # Without a terminal, a line per change: the queue, then steps with their reward and throughput.
-    assert re.search(rf"job {job.id} (queued|scheduled|running)  step 0/\?  reward -  - samples/s", progress), progress
+    waiting = rf"job {job.id} (queued|scheduled|running)  step 0/{STEPS}  reward -  - samples/s"
+    assert re.search(waiting, progress), progress
     assert re.search(rf"job {job.id} running  step [1-{STEPS}]/{STEPS}  reward \S+  \S+ samples/s", progress), progress
     assert re.search(rf"job {job.id} succeeded  step {STEPS}/{STEPS}", progress), progress
     assert stdout.strip().splitlines()[-1] == (
