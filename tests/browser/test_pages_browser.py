@@ -134,6 +134,8 @@ def test_compare_draws_one_line_per_job(live: Live, probe: PageProbe) -> None:
     labels = page.locator("#compare-1 .u-legend .u-series .u-label").all_inner_texts()
     assert len(labels) == 1 + len(ids)  # the x column plus one line per job
     assert "speedup" in page.inner_text(".compare-summary").lower()
+    for image in page.locator("#compare-gallery img").all():  # lazy images load once near the viewport
+        image.scroll_into_view_if_needed()
     page.wait_for_function(
         "() => [...document.querySelectorAll('#compare-gallery img')].every(i => i.naturalWidth > 0)"
     )
