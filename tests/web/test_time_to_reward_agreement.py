@@ -64,7 +64,7 @@ def _faces(app: FastAPI, world: World, ids: list[int], target: str | None) -> tu
     runner = CliRunner()
     extra = ["--reward", target] if target is not None else []
     params: dict[str, str] = {"jobs": ",".join(map(str, ids))} | ({"reward_target": target} if target else {})
-    with served(app) as url, httpx.Client(base_url=url) as http:
+    with served(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         api = http.get("/api/v1/compare", params=params, headers={"Authorization": f"Bearer {world.token}"})
         connection = ["--url", url, "--token", world.token, "compare", *map(str, ids), *extra]
         as_json = runner.invoke(cli, [*connection, "--json"])
@@ -114,7 +114,7 @@ def test_without_a_native_flow_grpo_job_there_is_no_default_r(app: FastAPI, worl
 
 def test_a_reward_target_that_is_not_a_number_is_refused_naming_it(app: FastAPI, world: World) -> None:
     job = _method(app, world, "shapes/flow_grpo", "flow_grpo", [0.40, 0.45], step_s=10.0)
-    with served(app) as url, httpx.Client(base_url=url) as http:
+    with served(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         for bad in ("high", "nan"):
             response = http.get(
                 "/api/v1/compare",
