@@ -87,7 +87,10 @@ def test_overrides_reach_nested_fields_list_items_and_absent_sections() -> None:
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
-        ("algorithm.grup_size=8", "algorithm has no field 'grup_size'; fields: adv_clip, awm_weighting, candidate_steps"),
+        (
+            "algorithm.grup_size=8",
+            "algorithm has no field 'grup_size'; fields: adv_clip, awm_weighting, candidate_steps",
+        ),
         ("algorithmm.group_size=8", "the spec has no field 'algorithmm'"),
         ("reward.weight=2", "reward is a list; use an index, e.g. reward.0"),
         ("seed.value=1", "seed has no fields"),
