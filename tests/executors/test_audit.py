@@ -22,20 +22,22 @@ def run_audit(tmp_path: Path, spec: dict[str, Any], names: str) -> dict[str, Any
     return audit(path, names.split(","))["executors"]
 
 
+# DanceGRPO with each group's own std: the affine correction of lean_reweight (also the mutation tests' spec).
+DANCE_GROUP_STD = {
+    "name": "dance_grpo",
+    "train_timesteps": 2,
+    "noise_level": 0.3,
+    "global_std": False,
+    "group_size": 4,
+    "prompts_per_step": 1,
+}
+
+
 @pytest.mark.parametrize(
     "sections",
     [
         {"algorithm": {"kl_beta": 0.04, "cfg_scale": 3.0}, "executor": {"name": "lean_reweight", "kl": "extra_vjp"}},
-        {
-            "algorithm": {
-                "name": "dance_grpo",
-                "train_timesteps": 2,
-                "noise_level": 0.3,
-                "global_std": False,
-                "group_size": 4,
-                "prompts_per_step": 1,
-            }
-        },
+        {"algorithm": DANCE_GROUP_STD},
     ],
     ids=["flow-global-std-kl-cfg", "dance-group-std-affine"],
 )

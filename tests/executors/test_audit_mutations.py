@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from test_audit import DANCE_GROUP_STD
 
 import trainer.executors.lean_retain
 import trainer.executors.lean_reweight
@@ -32,15 +33,7 @@ from trainer.loss import reference_kl
 from trainer.rollout import Trajectory
 
 LEAN = {"lean_retain": trainer.executors.lean_retain, "lean_reweight": trainer.executors.lean_reweight}
-DANCE_KL = {
-    "name": "dance_grpo",
-    "train_timesteps": 2,
-    "noise_level": 0.3,
-    "global_std": False,
-    "group_size": 4,
-    "prompts_per_step": 1,
-    "kl_beta": 0.004,
-}
+DANCE_KL = {**DANCE_GROUP_STD, "kl_beta": 0.004}
 HYBRID = {"name": "lean_retain", "after_first_update": "native"}  # lean_reweight shares after_first_update
 
 
