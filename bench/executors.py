@@ -2,9 +2,12 @@
 
 Two regimes. Overhead-bound: the built-in tiny SD3 model, where a batch of four costs barely more
 than one sample (per-op overhead dominates), as on no GPU; one process each (native, lean_retain,
-lean_reweight, jagg interleaved) at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two
-gloo ranks for lean_reweight's single all-reduce and for digenrl (1 generator + 1 trainer).
-Compute-bound: an SD3-shaped model with 576 image tokens (``trainer/models/sized_sd3.py``), sized so
+lean_reweight, jagg and every other executor the trainer's registry holds that runs on one process, interleaved)
+at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two gloo ranks for lean_reweight's single
+all-reduce and for digenrl (1 generator + 1 trainer).
+Compute-bound: T = 10 with K = 9 (full fine-tuning and LoRA) and K = 4 (full), every one-process executor
+interleaved in one run, each with its bound from the shared cost model (``trainer/spec/cost_model.py``) and
+measured/bound; on an SD3-shaped model with 576 image tokens (``trainer/models/sized_sd3.py``), sized so
 a batch of four costs about four batches of one (0.99 in the bench's interleaved medians on a shared 2-core
 VM, by process CPU time; at 256 tokens per-call work a batch shares kept it at 0.72-0.85), so lean_reweight's
 per-sample rollouts are priced as on a GPU. Each table's heading gives the ratio this run measured, and the
@@ -31,10 +34,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.trainer_command import trainer_command  # noqa: E402
 from trainer.bench import markdown  # noqa: E402
+from trainer.executors.registry import EXECUTOR_CLASSES  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
-from trainer.spec import EXECUTORS  # noqa: E402
+from trainer.spec import stored_spec  # noqa: E402
 
-SINGLE = ",".join(name for name in EXECUTORS if name != "digenrl")  # every executor one process runs
+SINGLE = "single"  # placeholder: every registered executor that the spec accepts on one process
 COMPUTE_BOUND = SD3Size(hidden=384, blocks=1, latent_size=48)  # 576 image tokens
 SIZED = "sized"  # model.path placeholder: the compute-bound model's folder
 
@@ -78,9 +82,29 @@ REGIMES: dict[str, tuple[str, list[tuple[dict[str, Any], str]]]] = {
     "compute": (
         f"Compute-bound: SD3-shaped, hidden {COMPUTE_BOUND.hidden}, {COMPUTE_BOUND.blocks} blocks, "
         f"{COMPUTE_BOUND.image_tokens} image tokens, random weights",
-        [(spec("full", 4, path=SIZED), SINGLE)],
+        [
+            (spec("full", 9, path=SIZED), SINGLE),
+            (spec("lora", 9, path=SIZED), SINGLE),
+            (spec("full", 4, path=SIZED), SINGLE),
+        ],
     ),
 }
+
+
+def one_process(job: dict[str, Any]) -> str:
+    """Every executor of the trainer's registry that ``job``'s spec accepts on one process (digenrl needs two),
+    native first: a newly registered executor joins the bench without an edit here."""
+    alone = {**job, "resources": {**job["resources"], "devices": 1}}
+    names = [name for name in EXECUTOR_CLASSES if stored_spec({**alone, "executor": {"name": name}}) is not None]
+    return ",".join(["native", *[name for name in names if name != "native"]])
+
+
+def runs(regime: str) -> list[tuple[dict[str, Any], list[str]]]:
+    """A regime's configurations, each with the executors its one interleaved run benches."""
+    return [
+        (job, (one_process(job) if executors == SINGLE else executors).split(","))
+        for job, executors in REGIMES[regime][1]
+    ]
 
 
 def bench(folder: Path, index: int, job: dict[str, Any], executors: str) -> dict[str, Any]:
@@ -118,13 +142,12 @@ def main() -> int:
         folder = Path(scratch)
         sized = str(build_sized_sd3(folder / "sized", COMPUTE_BOUND)) if "compute" in regimes else SIZED
         for regime in regimes:
-            title, runs = REGIMES[regime]
             found = []
-            for job, executors in runs:
+            for job, executors in runs(regime):
                 if job["model"]["path"] == SIZED:
                     job = {**job, "model": {**job["model"], "path": sized}}
-                found.append(bench(folder, len(reports) + len(found), job, executors))
-            sections.append(section(title, found))
+                found.append(bench(folder, len(reports) + len(found), job, ",".join(executors)))
+            sections.append(section(REGIMES[regime][0], found))
             reports.extend(found)
     load_after, cores = os.getloadavg()[0], os.cpu_count()
     load = f"Load average (1 min) {load_before:.2f} at the start, {load_after:.2f} at the end, on {cores} cores."
