@@ -8,10 +8,13 @@ runs in every round too: its final reward (the median over seeds of its last ste
 target R every algorithm is timed to.
 
 Per algorithm it prints the steps and seconds to reach R (the first step whose ``reward/mean`` is at least R;
-the median over seeds, "—" when fewer than half the seeds reached it), the final reward (the mean of the last
+the median over seeds, "—" when fewer than half the seeds reached it), its seconds to R as a ratio to
+Flow-GRPO native's seconds to R in the same seed (the rounds interleave, so a ratio within a round is fair on a
+host whose load drifts between rounds) and the median of those ratios, the final reward (the mean of the last
 10 steps, mean over seeds) and the gain in standard errors (each seed's last-10 mean minus its first-10 mean;
 their mean over the standard error of that mean across seeds). Seconds are the trainer's own step times
 summed (``time/step``: the model's loading and the eval passes, the same for every algorithm, left out).
+The target line says whether any method's median ratio is at most 1/3 (issue 28's benchmark target).
 
 The fastest executor of an algorithm: among the executors that can run its spec (every one is exact, E0/E1,
 or class A: docs/executors.md §1), the one with the largest analytical speedup over native
@@ -20,10 +23,15 @@ or class A: docs/executors.md §1), the one with the largest analytical speedup 
 It writes ``bench/results/learn.md`` (after every run, so a cut-short run keeps what it finished),
 ``bench/results/learn-seconds.png`` (reward against seconds, one line per algorithm and seed, R dashed) and
 the before/after strip ``bench/results/learn-strip.png`` (the demo's eval prompts at step 0, then each
-algorithm's policy at its last step, in the first round). A benchmark, not a test: it asserts nothing.
+algorithm's policy at its last step, in the first round), and every run's rewards and seconds to
+``bench/results/learn-runs.json``, from which ``--tabulate`` writes the table and plot again without training.
+A benchmark, not a test: it asserts nothing.
 
 Each algorithm keeps the demo's spec and changes only the fields that are its own (the papers' SDE levels
 and clip ranges, DanceGRPO's trained steps, Flow-GRPO-Fast's window); the others get their own defaults.
+The forward-process algorithms (DiffusionNFT, AWM, DGPO) run twice: with the demo's rollout (8 steps,
+CFG 3.0), the same rollout work as every other row, and with their upstream rollout's guidance, CFG-free
+(``UPSTREAM_ROLLOUT``), which halves the rollout's forward passes (bench/results/learn.md says why).
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +64,7 @@ from trainer.spec.executor import EXECUTORS  # noqa: E402
 
 DEMO_SPEC = REPO / "examples" / "shapes-demo.json"
 RESULTS = REPO / "bench" / "results"
+RUNS_FILE = RESULTS / "learn-runs.json"
 REFERENCE = ("flow_grpo", "native")
 # The demo's fields every algorithm shares; the rest of the demo's algorithm section is Flow-GRPO's own.
 SHARED_FIELDS = ("sampling_steps", "group_size", "prompts_per_step", "total_steps", "learning_rate", "cfg_scale")
@@ -64,6 +74,13 @@ OWN_FIELDS: dict[str, dict] = {
     "dance_grpo": {"noise_level": 0.3, "train_timesteps": 2},
     "flash_grpo": {"clip_range": 1e-3},
 }
+# The forward algorithms' upstream rollouts sample without classifier-free guidance: NVlabs/DiffusionNFT
+# config/nft.py (sample.guidance_scale 1.0), Flow-Factory examples/awm/lora/sd3_5/default.yaml (guidance_scale
+# 1.0), Luo-Yihong/DGPO config/dgpo_wocfg.py (sample.guidance_scale 1.0). Their trainers train the conditional
+# velocity only, as ours does (trainer/job.py forward_step).
+UPSTREAM_ROLLOUT = {"cfg_scale": 1.0}
+FORWARD = ("diffusion_nft", "awm", "dgpo")
+TARGET_RATIO = 1 / 3
 WINDOW = 10
 SCALE = 4  # the strip's pixels per model pixel
 COLOURS = [
@@ -78,13 +95,15 @@ COLOURS = [
     "#bcbd22",
     "#17becf",
     "#000000",
+    "#aec7e8",
+    "#ffbb78",
 ]
 
 
-def learning_spec(algorithm: str, executor: str, steps: int, seed: int) -> dict:
+def learning_spec(algorithm: str, executor: str, steps: int, seed: int, rollout: dict | None = None) -> dict:
     spec = json.loads(DEMO_SPEC.read_text())
     algo = {k: spec["algorithm"][k] for k in SHARED_FIELDS}
-    algo.update({"name": algorithm, "total_steps": steps, **OWN_FIELDS.get(algorithm, {})})
+    algo.update({"name": algorithm, "total_steps": steps, **OWN_FIELDS.get(algorithm, {}), **(rollout or {})})
     spec.update(
         {"name": f"learn-{algorithm}-{executor}", "algorithm": algo, "seed": seed, "executor": {"name": executor}}
     )
@@ -116,11 +135,16 @@ class Run:
 class Method:
     algorithm: str
     executor: str
+    rollout: dict = field(default_factory=dict)  # the algorithm fields that differ from the demo's rollout
     runs: list[Run] = field(default_factory=list)
 
     @property
+    def rollout_label(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in self.rollout.items()) or "demo"
+
+    @property
     def label(self) -> str:
-        return f"{self.algorithm} / {self.executor}"
+        return f"{self.algorithm} / {self.executor}" + (f" ({self.rollout_label})" if self.rollout else "")
 
 
 def first_reaching(run_: Run, target: float) -> int | None:
@@ -151,38 +175,83 @@ def target_of(reference: Method) -> float:
     return statistics.median(r.rewards[-1] for r in reference.runs)
 
 
-def table(methods: list[Method], steps: int, rounds: int, load: tuple[float, float]) -> list[str]:
+def seconds_to(run_: Run, target: float) -> float | None:
+    hit = first_reaching(run_, target)
+    return None if hit is None else run_.seconds[hit]
+
+
+def reference_seconds(reference: Run, target: float) -> float:
+    """Flow-GRPO native's seconds to R in one seed; its whole run's where it never reached R (at least that
+    long: the ratio to it is then an upper bound, which never flatters the method it divides)."""
+    reached = seconds_to(reference, target)
+    return reached if reached is not None else reference.seconds[-1]
+
+
+def seed_ratios(method: Method, reference: Method, target: float) -> list[float | None]:
+    """Per seed, the method's seconds to R over Flow-GRPO native's in the same seed (None: not reached)."""
+    ratios: list[float | None] = []
+    for run_, ref in zip(method.runs, reference.runs, strict=False):
+        reached = seconds_to(run_, target)
+        ratios.append(None if reached is None else reached / reference_seconds(ref, target))
+    return ratios
+
+
+def target_line(methods: list[Method], reference: Method, target: float) -> str:
+    """Issue 28's target: a method reaching R in at most 1/3 of Flow-GRPO native's time, median of the seeds."""
+    medians = {m.label: median_reached(seed_ratios(m, reference, target)) for m in methods[1:]}
+    reached = {label: ratio for label, ratio in medians.items() if ratio is not None}
+    seeds = len(reference.runs)
+    if not reached:
+        return (
+            f"Target (a method at ≤ 1/3 of Flow-GRPO native's seconds to R, median of {seeds} seeds): not met; no "
+            "method reached R in half or more of the seeds."
+        )
+    best = min(reached, key=lambda label: reached[label])
+    verdict = "met" if reached[best] <= TARGET_RATIO else "not met"
+    return (
+        f"Target (a method at ≤ 1/3 of Flow-GRPO native's seconds to R, median of {seeds} seeds): {verdict}; "
+        f"the lowest median ratio is {reached[best]:.2f}, {best}."
+    )
+
+
+def fmt(value: float | None, digits: int) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def table(methods: list[Method], steps: int, rounds: int) -> list[str]:
     reference = methods[0]
     target = target_of(reference)
-    ref_seconds = median_reached([r.seconds[-1] for r in reference.runs])
+    ref_times = ", ".join(
+        f"seed {s}: {fmt(seconds_to(r, target), 1)} s of {r.seconds[-1]:.1f} s" for s, r in enumerate(reference.runs)
+    )
+    seeds = range(len(reference.runs))
     lines = [
         f"`make bench-learn`: {steps} steps, seeds 0..{rounds - 1} (interleaved; the last maybe partial), "
-        f"examples/shapes-demo.json (builtin:shapes, orange_background); load average {load[0]:.1f} at the start, "
-        f"{load[1]:.1f} now, on {os.cpu_count()} cores.",
+        f"examples/shapes-demo.json (builtin:shapes, orange_background), on {os.cpu_count()} cores.",
         "",
-        f"R = {target:.4f}: Flow-GRPO native's final reward (median over seeds of its step-{steps} reward/mean), "
-        f"reached by it in {ref_seconds:.1f} s (median of its {steps}-step times).",
+        f"R = {target:.4f}: Flow-GRPO native's final reward (median over seeds of its step-{steps} reward/mean). "
+        f"Flow-GRPO native's seconds to R, per seed ({ref_times}) divide each method's seconds to R in the same "
+        "seed; where it never reached R its whole run's seconds divide (an upper bound on the ratio).",
         "",
-        "| algorithm | executor | seeds reaching R | steps to R | seconds to R | / Flow-GRPO native's time "
-        "| final reward (last 10) | gain (last 10 - first 10) | gain/se |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| algorithm | executor | rollout | seeds reaching R | steps to R | seconds to R | "
+        + " | ".join(f"ratio seed {s}" for s in seeds)
+        + " | median ratio | final reward (last 10) | gain (last 10 - first 10) | gain/se |",
+        "|---|---|---|---|---|---|" + "---|" * len(seeds) + "---|---|---|---|",
     ]
     for method in methods:
         hits = [first_reaching(r, target) for r in method.runs]
         steps_to = median_reached([h + 1 if h is not None else None for h in hits])
-        seconds_to = median_reached(
-            [r.seconds[h] if h is not None else None for r, h in zip(method.runs, hits, strict=True)]
-        )
+        seconds = median_reached([seconds_to(r, target) for r in method.runs])
+        ratios = seed_ratios(method, reference, target)
         final = statistics.mean(statistics.mean(r.rewards[-WINDOW:]) for r in method.runs)
-        gain, ratio = gain_in_standard_errors(method.runs)
-        share = f"{seconds_to / ref_seconds:.2f}" if seconds_to is not None and ref_seconds else "—"
+        gain, se_ratio = gain_in_standard_errors(method.runs)
+        per_seed = " | ".join(fmt(ratio, 2) for ratio in ratios) + " |" * (len(seeds) - len(ratios))
         lines.append(
-            f"| {method.algorithm} | {method.executor} | {sum(h is not None for h in hits)}/{len(hits)} "
-            f"| {steps_to if steps_to is not None else '—'} "
-            f"| {f'{seconds_to:.1f}' if seconds_to is not None else '—'} | {share} | {final:.4f} | {gain:+.4f} "
-            f"| {f'{ratio:.1f}' if ratio is not None else '—'} |"
+            f"| {method.algorithm} | {method.executor} | {method.rollout_label} "
+            f"| {sum(h is not None for h in hits)}/{len(hits)} | {fmt(steps_to, 0)} | {fmt(seconds, 1)} "
+            f"| {per_seed} | {fmt(median_reached(ratios), 2)} | {final:.4f} | {gain:+.4f} | {fmt(se_ratio, 1)} |"
         )
-    return lines
+    return [*lines, "", target_line(methods, reference, target)]
 
 
 def draw_seconds_plot(methods: list[Method], target: float, path: Path) -> None:
@@ -235,10 +304,10 @@ def write_strip(rows: list[list[Image.Image]], path: Path) -> None:
 
 
 def train(method: Method, steps: int, seed: int, scratch: Path) -> Path:
-    folder = scratch / f"{method.algorithm}-{method.executor}-{seed}"
+    folder = scratch / f"{method.algorithm}-{method.executor}-{len(method.rollout)}-{seed}"
     folder.mkdir()
     spec_path = folder / "spec.json"
-    spec_path.write_text(json.dumps(learning_spec(method.algorithm, method.executor, steps, seed)))
+    spec_path.write_text(json.dumps(learning_spec(method.algorithm, method.executor, steps, seed, method.rollout)))
     run(spec_path, folder / "out", resume=False)
     lines = [json.loads(line) for line in (folder / "out" / METRICS_FILE).read_text().splitlines()]
     seconds, total = [], 0.0
@@ -249,15 +318,74 @@ def train(method: Method, steps: int, seed: int, scratch: Path) -> Path:
     return folder / "out"
 
 
+@dataclass
+class Context:
+    """How the run was made, written at the top of learn.md: command, UTC times and the host's load."""
+
+    command: str
+    started: str
+    uptime_start: str
+    steps: int
+    rounds: int = 0
+    uptime_now: str = ""
+    now: str = ""
+
+    def lines(self) -> list[str]:
+        return [
+            f"Command: `{self.command}`; started {self.started}, written {self.now}.",
+            f"`uptime` at the start: `{self.uptime_start}`; at the last run's end: `{self.uptime_now}`.",
+            "",
+        ]
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def bench_methods(algorithms: list[str], steps: int) -> list[Method]:
+    """Flow-GRPO native first (the reference), then each algorithm under its fastest executor; a forward
+    algorithm again with its upstream rollout."""
+    methods = [Method(*REFERENCE)]
+    for algorithm in algorithms:
+        executor = fastest_executor(algorithm, steps)
+        methods.append(Method(algorithm, executor))
+        if algorithm in FORWARD:
+            methods.append(Method(algorithm, executor, dict(UPSTREAM_ROLLOUT)))
+    return methods
+
+
+def save_runs(methods: list[Method], context: Context) -> None:
+    record = {"context": asdict(context), "methods": [asdict(m) for m in methods]}
+    RUNS_FILE.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def load_runs() -> tuple[list[Method], Context]:
+    record = json.loads(RUNS_FILE.read_text())
+    methods = [
+        Method(m["algorithm"], m["executor"], m["rollout"], [Run(**r) for r in m["runs"]]) for m in record["methods"]
+    ]
+    return methods, Context(**record["context"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=json.loads(DEMO_SPEC.read_text())["algorithm"]["total_steps"])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHM_CLASSES))
+    parser.add_argument("--tabulate", action="store_true", help=f"write the table and plot again from {RUNS_FILE.name}")
     args = parser.parse_args()
+    if args.tabulate:
+        methods, context = load_runs()
+        write_results([m for m in methods if m.runs], context)
+        return
     torch.set_num_threads(1)
-    methods = [Method(*REFERENCE)] + [Method(a, fastest_executor(a, args.steps)) for a in args.algorithms]
-    load_start = os.getloadavg()[0]
+    methods = bench_methods(args.algorithms, args.steps)
+    command = " ".join([Path(sys.executable).name, *sys.argv])
+    context = Context(command, utc_now(), uptime(), args.steps)
     RESULTS.mkdir(exist_ok=True)
     strip: list[list[Image.Image]] = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -270,12 +398,14 @@ def main() -> None:
                 if seed == 0:  # the reference runs first: its step-0 samples are the base model's
                     strip += [samples_row(out, 0)] if method is methods[0] else [samples_row(out, args.steps)]
                     write_strip(strip, RESULTS / "learn-strip.png")
-                write_results([m for m in methods if m.runs], args.steps, seed + 1, (load_start, os.getloadavg()[0]))
+                context.rounds, context.now, context.uptime_now = seed + 1, utc_now(), uptime()
+                save_runs(methods, context)
+                write_results([m for m in methods if m.runs], context)
 
 
-def write_results(methods: list[Method], steps: int, rounds: int, load: tuple[float, float]) -> None:
+def write_results(methods: list[Method], context: Context) -> None:
     """The table, the plot and the strip's caption as they stand (after every run: a cut-short run keeps them)."""
-    lines = table(methods, steps, rounds, load)
+    lines = context.lines() + table(methods, context.steps, context.rounds)
     draw_seconds_plot(methods, target_of(methods[0]), RESULTS / "learn-seconds.png")
     names = ", ".join(m.label for m in methods[1:])
     lines += [
@@ -283,7 +413,7 @@ def write_results(methods: list[Method], steps: int, rounds: int, load: tuple[fl
         "Reward against seconds (one line per algorithm and seed; dashed: R):",
         "![reward against seconds](learn-seconds.png)",
         "",
-        f"Before/after strip (row 1: step 0; then {names} at step {steps}, seed 0):",
+        f"Before/after strip (row 1: step 0; then {names} at step {context.steps}, seed 0):",
         "![before and after](learn-strip.png)",
     ]
     (RESULTS / "learn.md").write_text("\n".join(lines) + "\n")
