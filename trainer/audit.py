@@ -204,14 +204,20 @@ class AuditSession:
         """The terms each update is judged on: the whole loss, and with a KL its two terms apart."""
         return ["total", "policy", "kl"] if self.spec.algorithm.kl_beta > 0 else ["total"]
 
-    def capture(self, name: str, hooks: tuple[GradientHook, ...] = (), variant: Variant = Variant()) -> Capture:
-        """One step of ``name`` from the initial weights; every update's clip-hook gradient is kept."""
+    def restore(self) -> None:
+        """The job back at the session's initial weights and optimizer state, no gradient held: where every
+        captured step starts."""
         job = self.job
         with torch.no_grad():
             for param, value in zip(job.parameters, self.weights, strict=True):
                 param.copy_(value)
         job.optimizer.load_state_dict(copy.deepcopy(self.optimizer_state))
         job.optimizer.zero_grad(set_to_none=True)
+
+    def capture(self, name: str, hooks: tuple[GradientHook, ...] = (), variant: Variant = Variant()) -> Capture:
+        """One step of ``name`` from the initial weights; every update's clip-hook gradient is kept."""
+        job = self.job
+        self.restore()
         captured: list[list[torch.Tensor]] = []
 
         def keep(event: str, grads: list[torch.Tensor]) -> None:
@@ -220,20 +226,19 @@ class AuditSession:
 
         installed = [keep, *hooks]
         job.gradient_hooks.extend(installed)
-        job.spec = variant_spec(self.spec, variant)
-        whole, mine = self.whole, self.mine
-        if variant.term == "kl":
-            whole, mine = unrewarded(whole), unrewarded(mine)
-        if variant.micro_batches is not None:
-            mine = own_old_log_probs(job, mine, job.plan(self.batch))
-        executor = make_executor(self.options[name], job)
-        job.replay = whole if executor.replays_whole_batch else mine
-        try:
-            result = executor.train_step(self.batch)
-        finally:
-            job.gradient_hooks[:] = [h for h in job.gradient_hooks if h not in installed]
-            job.replay = self.mine
-            job.spec = self.spec
+        with job.variant(variant_spec(self.spec, variant)):
+            whole, mine = self.whole, self.mine
+            if variant.term == "kl":
+                whole, mine = unrewarded(whole), unrewarded(mine)
+            if variant.micro_batches is not None:
+                mine = own_old_log_probs(job, mine, job.plan(self.batch))
+            executor = make_executor(self.options[name], job)
+            job.replay = whole if executor.replays_whole_batch else mine
+            try:
+                result = executor.train_step(self.batch)
+            finally:
+                job.gradient_hooks[:] = [h for h in job.gradient_hooks if h not in installed]
+                job.replay = self.mine
         extra = executor.audit_extra() if hasattr(executor, "audit_extra") else {}
         moved = zip(job.parameters, self.weights, strict=True)
         update = torch.cat([(local_value(p.detach()) - local_value(w)).reshape(-1) for p, w in moved])

@@ -191,6 +191,18 @@ class TrainingJob:
         self.algorithm = make_algorithm(algo, self.family.sigmas(algo.sampling_steps, algo.shift), spec.seed)
         self.denoiser = self.denoising_step(self.algorithm)
 
+    @contextmanager
+    def variant(self, spec: JobSpec) -> Iterator[None]:
+        """Inside the block the job runs under ``spec``, a variant of its own that changes only algorithm options
+        read per step (the audit's: KL off, another micro-batch split, fewer updates); its own spec is back after
+        the block, the very object, whatever the block raised."""
+        own = self.spec
+        self.spec = spec
+        try:
+            yield
+        finally:
+            self.spec = own
+
     # --- set-up --------------------------------------------------------------------------
     def denoising_step(self, algorithm: Algorithm) -> DenoisingStep:
         """The algorithm's step on its σ grid, the coefficients made once, on this job's device."""

@@ -3,7 +3,6 @@ clip sees, every metric (the audit's capture keeps three) and the step's wall se
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 
@@ -23,11 +22,7 @@ class SessionStep:
 def session_step(session: AuditSession, executor: Executor) -> SessionStep:
     """``executor`` (built on ``session.job``) takes one step from the session's weights and optimizer state."""
     job = session.job
-    with torch.no_grad():
-        for param, value in zip(job.parameters, session.weights, strict=True):
-            param.copy_(value)
-    job.optimizer.load_state_dict(copy.deepcopy(session.optimizer_state))
-    job.optimizer.zero_grad(set_to_none=True)
+    session.restore()
     seen: list[torch.Tensor] = []
 
     def keep(event: str, grads: list[torch.Tensor]) -> None:
