@@ -30,8 +30,11 @@ def meta_skeleton(module: nn.Module) -> nn.Module:
 def sharded_reference(
     skeleton: nn.Module, policy: nn.Module, compute_dtype: torch.dtype, device: torch.device
 ) -> nn.Module:
-    """The skeleton sharded as ``policy`` is (shard_module), its local shards filled from the policy's."""
+    """The skeleton sharded as ``policy`` is (shard_module), its local shards filled from the policy's. Every unit,
+    the root too, reshards after its forward: FSDP2 keeps the root's weights gathered after a forward for the
+    backward that follows, and the reference never runs one, so they would stay whole on every rank."""
     shard_module(skeleton, compute_dtype)
+    skeleton.set_reshard_after_forward(True)  # type: ignore[operator]
     skeleton.to_empty(device=device)
     with torch.no_grad():
         for mine, theirs in zip(skeleton.parameters(), policy.parameters(), strict=True):

@@ -12,7 +12,9 @@ A step's peak is the most bytes live tensors hold on the job's device at any mom
 - ``peak = start + rise`` (``memory/peak_bytes``).
 
 The components are measured on their own, not derived from the peak, so that their sum checks it:
-``parameters`` (every module's weights and buffers on the device), ``optimizer_state`` (held as the step starts:
+``parameters`` (every module's weights and buffers on the device, the reference's apart), ``reference`` (the KL
+reference's frozen copy on the device: its local shards under FSDP, nothing when it is kept on the host or is the
+base under LoRA), ``optimizer_state`` (held as the step starts:
 AdamW makes its state in its first step, after that step's peak), ``gradients`` (the most
 gradient bytes held at once: ``.grad`` and an executor's gradient buffers), ``retained_graphs`` (the tensors
 autograd saved for graphs that an executor keeps past the forward that built them: lean_retain's), ``activations``
@@ -36,7 +38,15 @@ if TYPE_CHECKING:
     from trainer.job import TrainingJob
 
 Result = TypeVar("Result")
-COMPONENTS = ("parameters", "gradients", "optimizer_state", "retained_graphs", "activations", "embeddings")
+COMPONENTS = (
+    "parameters",
+    "reference",
+    "gradients",
+    "optimizer_state",
+    "retained_graphs",
+    "activations",
+    "embeddings",
+)
 
 
 def local_part(tensor: torch.Tensor) -> torch.Tensor:
@@ -145,6 +155,7 @@ class StepMemory:
     start: int
     rise: int
     parameters: int = 0
+    reference: int = 0
     gradients: int = 0
     optimizer_state: int = 0
     retained_graphs: int = 0
@@ -175,14 +186,24 @@ def device_modules(job: TrainingJob) -> list[nn.Module]:
     return found
 
 
-def weight_tensors(job: TrainingJob) -> list[torch.Tensor]:
-    """Every weight and buffer on the job's device, each once."""
+def on_device(job: TrainingJob, modules: list[nn.Module]) -> list[torch.Tensor]:
+    """The modules' weights and buffers on the job's device, each once."""
     seen: dict[int, torch.Tensor] = {}
-    for module in device_modules(job):
+    for module in modules:
         for tensor in [*module.parameters(), *module.buffers()]:
             if tensor.device.type == job.dist.device.type:
                 seen.setdefault(id(tensor), tensor)
     return list(seen.values())
+
+
+def weight_tensors(job: TrainingJob) -> list[torch.Tensor]:
+    """Every weight and buffer on the job's device, each once."""
+    return on_device(job, device_modules(job))
+
+
+def reference_bytes(job: TrainingJob) -> int:
+    """The KL reference's own weights on the device (a host copy swapped in per use holds none there)."""
+    return 0 if job.reference is None else distinct_bytes(on_device(job, [job.reference]))
 
 
 def optimizer_tensors(job: TrainingJob) -> list[torch.Tensor]:
@@ -234,10 +255,12 @@ def measure_step(job: TrainingJob, step: Callable[[], Result]) -> tuple[Result, 
         meter.stop()
     trajectory = getattr(done[0], "trajectory", None)
     held = 0 if trajectory is None else distinct_bytes([trajectory.latents, trajectory.log_probs, trajectory.images])
+    reference = reference_bytes(job)
     memory = StepMemory(
         start=start,
         rise=rise,
-        parameters=distinct_bytes(weights),
+        parameters=distinct_bytes(weights) - reference,
+        reference=reference,
         gradients=max(meter.gradients, distinct_bytes(gradient_tensors(job))),
         optimizer_state=optimizer_state,
         retained_graphs=meter.retained,
