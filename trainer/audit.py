@@ -178,14 +178,19 @@ class AuditSession:
     """One rank's job, batch and frozen trajectory; each ``capture`` starts from the same weights
     and optimizer state."""
 
-    def __init__(self, spec: JobSpec, names: list[str]) -> None:
+    def __init__(self, spec: JobSpec, names: list[str], job: TrainingJob | None = None) -> None:
+        """A job of its own, or ``job`` (a run's, for its first-step audit: its layout and sharding as built)."""
         self.spec = spec
         self.options = {name: options_for(spec, name) for name in names}
         deterministic()
         self.layout = "shared" if any(EXECUTOR_CLASSES[n].layout == "shared" for n in names) else "sharded"
-        # The spec's sharding when every audited executor runs under it (FSDP), else a replica per rank.
-        replicate = any(name not in FSDP_EXECUTORS for name in names)
-        self.job = job = TrainingJob.build(spec, self.layout, replicate=replicate)
+        if job is None:
+            # The spec's sharding when every audited executor runs under it (FSDP), else a replica per rank.
+            replicate = any(name not in FSDP_EXECUTORS for name in names)
+            job = TrainingJob.build(spec, self.layout, replicate=replicate)
+        else:
+            self.layout = job.layout
+        self.job = job
         self.dist, pool, algo = job.dist, job.prompts, spec.algorithm
         self.offset = move_off_reference(job, spec.seed) if algo.kl_beta > 0 else None
         rank, world = self.dist.rank, self.dist.world_size

@@ -69,6 +69,14 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     # The base model's eval samples, before the first step: the gallery's "before" column (a resumed run has them).
     if first_step == 1 and spec.samples.count > 0 and (dist.is_main or sharding.fsdp):
         evaluate(job, 0, output_dir, reporter)
+    # executor.audit_first_step: the audit's figures on step 1, logged with its metrics once (a resumed run has them).
+    audited: dict[str, float] = {}
+    if spec.executor.audit_first_step and first_step == 1:
+        from trainer.first_step_audit import first_step_audit  # the audit imports this module's load_spec
+
+        audited = first_step_audit(job)
+    if reporter and audited:
+        reporter.print("first-step audit against native: " + ", ".join(f"{k} {v:.6g}" for k, v in audited.items()))
     for step in range(first_step, total + 1):
         started = device_seconds(dist.device)
         algo = spec.algorithm
@@ -83,6 +91,8 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
         else:
             result = executor.train_step(batch)
         metrics = step_metrics(result, job, dist, device_seconds(dist.device) - started, memory)
+        if step == 1:
+            metrics |= audited
         if dist.is_main:
             with open(output_dir / METRICS_FILE, "a") as log:
                 log.write(json.dumps({"step": step, **metrics}) + "\n")

@@ -21,14 +21,24 @@ from trainer.spec.forward_family import Family
 TRAJECTORY_ONLY: tuple[Family, ...] = ("grpo",)
 
 
-class NativeOptions(Section):
+class ExecutorSection(Section):
+    """What every executor's options hold."""
+
+    audit_first_step: bool = Field(
+        False,
+        description="before the first step, audit this executor's gradient against native's on that step "
+        "(as python -m trainer audit) and log audit/cosine, audit/rel_l2 and audit/failed once",
+    )
+
+
+class NativeOptions(ExecutorSection):
     """The reference schedule: roll out without grad, then re-forward and backward every trained step."""
 
     name: Literal["native"] = "native"
     families: ClassVar[tuple[Family, ...]] = ("grpo", "forward")
 
 
-class LeanRetainOptions(Section):
+class LeanRetainOptions(ExecutorSection):
     """Keep each trained step's graph from the rollout and backward it once the advantages are known."""
 
     name: Literal["lean_retain"] = "lean_retain"
@@ -47,7 +57,7 @@ class LeanRetainOptions(Section):
     )
 
 
-class LeanReweightOptions(Section):
+class LeanReweightOptions(ExecutorSection):
     """Backward each sample's trained steps during its rollout, then rescale by the advantage."""
 
     name: Literal["lean_reweight"] = "lean_reweight"
@@ -66,7 +76,7 @@ class LeanReweightOptions(Section):
     )
 
 
-class JaggOptions(Section):
+class JaggOptions(ExecutorSection):
     """Backward only the two ends of each routed group of trained steps, interpolating the rest."""
 
     name: Literal["jagg"] = "jagg"
@@ -90,7 +100,7 @@ class JaggOptions(Section):
         return trained - self.routed_groups(trained) * (self.group_width - 2)
 
 
-class DigenrlOptions(Section):
+class DigenrlOptions(ExecutorSection):
     """A rollout pool and a trainer pool, pipelined group by group."""
 
     name: Literal["digenrl"] = "digenrl"

@@ -1,0 +1,51 @@
+"""``executor.audit_first_step: true``: the run logs the audit's cosine and relative L2 against native on its
+first step, once, with the figures ``python -m trainer audit`` gives for the same spec; the run trains on as it would
+have without the audit; a NaN figure reads as a failed audit, never as a cosine."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.executors.conftest import audit_spec
+from tests.trainer.conftest import read_metrics, write_spec
+from trainer.audit import audit
+from trainer.first_step_audit import audit_metrics
+from trainer.run import run
+
+# T = 6, K = 5, width 4: one routed group, so jagg's gradient is class A's and differs from native's.
+JAGG = {"name": "jagg", "group_width": 4}
+
+
+def jagg_spec(audited: bool) -> dict[str, Any]:
+    return audit_spec(
+        algorithm={"sampling_steps": 6, "train_timesteps": 5, "total_steps": 2},
+        executor={**JAGG, "audit_first_step": audited},
+    )
+
+
+def test_the_first_step_logs_the_audit_s_own_cosine_and_rel_l2_once(tmp_path: Path, sfumato_home: Path) -> None:
+    spec_path = write_spec(tmp_path / "spec.json", jagg_spec(audited=True))
+    run(spec_path, tmp_path / "out", resume=False)
+    first, second = read_metrics(tmp_path / "out")
+    expected = audit(spec_path, ["native", "jagg"])["executors"]["jagg"]
+    assert first["audit/cosine"] == pytest.approx(expected["cosine"], rel=1e-9, abs=1e-12)
+    assert first["audit/rel_l2"] == pytest.approx(expected["rel_l2"], rel=1e-9, abs=1e-12)
+    assert first["audit/rel_l2"] > 0 and first["audit/failed"] == 0.0
+    assert not [key for key in second if key.startswith("audit/")]
+
+
+def test_the_audited_run_trains_as_the_unaudited_one(tmp_path: Path, sfumato_home: Path) -> None:
+    for audited in (True, False):
+        run(write_spec(tmp_path / f"{audited}.json", jagg_spec(audited)), tmp_path / str(audited), resume=False)
+    with_audit, without = read_metrics(tmp_path / "True"), read_metrics(tmp_path / "False")
+    for key in ("loss", "reward/mean", "grad_norm"):
+        assert [m[key] for m in with_audit] == [m[key] for m in without], key
+
+
+def test_a_nan_figure_is_left_out_and_fails_the_audit() -> None:
+    logged = audit_metrics({"cosine": math.nan, "rel_l2": 0.01, "verdict": "report"})  # even where no verdict failed
+    assert logged == {"audit/rel_l2": 0.01, "audit/failed": 1.0}
