@@ -1,5 +1,6 @@
 """An experiment's report, as Markdown beside its image files (a zip of one folder) or one self-contained HTML
-page: the summary's tables and verdicts, the reward and samples/s plots (SVG), each cell group's latest eval
+page: the summary's tables and verdicts (each group's time to reward R with its interval over seeds, as the
+summary computes it), the reward and samples/s plots (SVG), each cell group's latest eval
 samples (every eval prompt with every eval seed), and the notes.
 
 One renderer for the API (`GET /api/v1/experiments/{id}/report`) and the CLI (`sfumato experiment export`,
@@ -60,6 +61,22 @@ def _interval(value: Interval | None, digits: int = 4, scale: float = 1.0, suffi
     return f"{mean} [{value.low / scale:.{digits}g}, {value.high / scale:.{digits}g}]"
 
 
+def _time_to_reward_header(detail: ExperimentDetail) -> str:
+    target = detail.summary.reward_target
+    return "time to R (s)" if target is None else f"time to R = {target:.4g} (s)"
+
+
+def _time_to_reward_note(detail: ExperimentDetail) -> str:
+    """The R every time to reward is measured to, why that R, and what a time to reward is."""
+    summary = detail.summary
+    if summary.reward_target is None:
+        return f"Time to reward: {summary.reward_target_reason}."
+    return (
+        f"Time to reward R = {summary.reward_target:.4g}: {summary.reward_target_reason}; "
+        f"{summary.definitions.time_to_reward}."
+    )
+
+
 def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Every table of the report as (header, rows) of plain text; both formats render these."""
     summary = detail.summary
@@ -72,6 +89,8 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
             _interval(g.peak_memory_bytes, 4, 2**20, " MiB"),
             _interval(g.final_reward),
             _interval(g.eval_reward),
+            _interval(g.time_to_reward_s),
+            g.reached_reward,
         ]
         for g in summary.groups
     ]
@@ -92,11 +111,22 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
                 "—" if row.peak_memory_bytes is None else f"{row.peak_memory_bytes / 2**20:.4g} MiB",
                 _number(row.final_reward),
                 _number(row.eval_reward),
+                "—" if row.time_to_reward_s is None else f"{row.time_to_reward_s:.4g}",
             ]
         )
     return {
         "groups": (
-            ["group", "seeds", "samples/s", "speedup vs native", "peak memory", "final reward", "eval reward"],
+            [
+                "group",
+                "seeds",
+                "samples/s",
+                "speedup vs native",
+                "peak memory",
+                "final reward",
+                "eval reward",
+                _time_to_reward_header(detail),
+                "reached R",
+            ],
             groups,
         ),
         "cells": (
@@ -112,6 +142,7 @@ def _tables(detail: ExperimentDetail) -> dict[str, tuple[list[str], list[list[st
                 "peak memory",
                 "final reward",
                 "eval reward",
+                _time_to_reward_header(detail),
             ],
             cells,
         ),
@@ -162,6 +193,7 @@ def _markdown(detail: ExperimentDetail, figures: ReportFigures) -> str:
     out += [f"- **{k}**: {md(v)}" for k, v in _facts(detail)] + [""]
     out += ["## Verdicts", ""] + ([f"- {md(v.text)}" for v in detail.summary.verdicts] or ["- no executor to judge"])
     out += ["", "## Cell groups (mean [95% interval] over seeds)", "", *table(*tables["groups"])]
+    out += [md(_time_to_reward_note(detail)), ""]
     if detail.summary.flags:
         out += ["## Flagged cells", "", *table(*tables["flags"])]
     out += ["## Plots", ""]
@@ -211,6 +243,7 @@ def _html(detail: ExperimentDetail, figures: ReportFigures) -> str:
         "</ul>" if detail.summary.verdicts else "<li>no executor to judge</li></ul>",
         "<h2>Cell groups (mean [95% interval] over seeds)</h2>",
         table(*tables["groups"], numeric_from=1),
+        f'<p class="source">{esc(_time_to_reward_note(detail))}</p>',
     ]
     if detail.summary.flags:
         parts += ['<h2 class="flag">Flagged cells</h2>', table(*tables["flags"], numeric_from=99)]
