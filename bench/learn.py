@@ -81,6 +81,25 @@ OWN_FIELDS: dict[str, dict] = {
 UPSTREAM_ROLLOUT = {"cfg_scale": 1.0}
 FORWARD = ("diffusion_nft", "awm", "dgpo")
 TARGET_RATIO = 1 / 3
+ROLLOUT_NOTE = [
+    "Rollouts. Every row samples as the demo does: 8 steps, CFG 3.0, 4 prompts x 4 samples, so every row does "
+    "the same rollout work per step and differs by its objective and executor. The forward-process rows run a "
+    "second time with the one upstream rollout setting that makes them cheaper per step: no classifier-free "
+    "guidance (cfg_scale 1.0: one forward pass per denoising step instead of two), which NVlabs/DiffusionNFT "
+    "config/nft.py (sample.guidance_scale 1.0), Flow-Factory examples/awm/lora/sd3_5/default.yaml "
+    "(guidance_scale 1.0) and Luo-Yihong/DGPO config/dgpo_wocfg.py (sample.guidance_scale 1.0) use. Their "
+    "rewards are then those of CFG-free samples, measured against the same R.",
+    "",
+    "Not changed, and why: the sampling steps (upstream rollouts take 10 steps in DiffusionNFT and DGPO, 14 in "
+    "Flow-Factory's AWM example, all more than the demo's 8, so no upstream count is cheaper); the solver "
+    "(DiffusionNFT samples with a 2nd-order DPM solver, AWM and DGPO with the ODE; ours is the trainer's ODE "
+    "step for the forward rows); the "
+    "trained times K per sample, each algorithm's default (NFT: floor(0.99 T) = 7, as config/base.py's "
+    "train.timestep_fraction 0.99; AWM: floor(0.9 T) = 7, as Flow-Factory's default when num_train_timesteps is "
+    "null; DGPO: floor(0.6 T) = 4, its timestep_range 0.6). Flow-Factory's AWM example sets num_train_timesteps 6 "
+    "of 14 steps (3 of 8 in proportion) and its DGPO example 4 of 10 (3 of 8): fewer trained times per step, a "
+    "tuning of those examples rather than the algorithms' defaults, so bench-learn does not use them.",
+]
 WINDOW = 10
 SCALE = 4  # the strip's pixels per model pixel
 COLOURS = [
@@ -409,6 +428,8 @@ def write_results(methods: list[Method], context: Context) -> None:
     draw_seconds_plot(methods, target_of(methods[0]), RESULTS / "learn-seconds.png")
     names = ", ".join(m.label for m in methods[1:])
     lines += [
+        "",
+        *ROLLOUT_NOTE,
         "",
         "Reward against seconds (one line per algorithm and seed; dashed: R):",
         "![reward against seconds](learn-seconds.png)",
