@@ -35,7 +35,7 @@ from trainer.loss import PolicyTerms, clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
 from trainer.models.loading import load_family
 from trainer.prompts import load_prompts
-from trainer.reference_policy import meta_skeleton, sharded_reference
+from trainer.reference_policy import HostReference, meta_skeleton, sharded_reference
 from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
 from trainer.rollout import Trajectory, rollout, sample_noise
@@ -127,7 +127,11 @@ class TrainingJob:
             spec.model.finetune == "full"
         )
         skeleton = meta_skeleton(self.policy) if needs_reference and self.sharding.fsdp else None
-        if needs_reference and skeleton is None:
+        # model.reference 'cpu': the starting weights in host memory, swapped in for each reference forward.
+        self.host_reference: HostReference | None = None
+        if needs_reference and skeleton is None and spec.model.reference == "cpu":
+            self.host_reference = HostReference(self.parameters)
+        elif needs_reference and skeleton is None:
             self.reference = copy.deepcopy(self.policy).requires_grad_(False).eval()
         self.collectives = CollectiveCounts()
         self.deferred = False  # a Lean executor's backwards left their gradients unreduced (FSDP)
@@ -385,19 +389,29 @@ class TrainingJob:
         policy = PolicyTerms(terms.loss, terms.ratio, terms.clipped)
         return StepTerms.of(log_ratio, torch.zeros_like(log_ratio), policy, kl, spec.kl_beta)
 
-    def conditional_reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
-        """The reference's conditional velocity: the frozen copy, or (LoRA) the base model with the adapter disabled."""
+    @contextmanager
+    def reference_weights(self) -> Iterator[nn.Module]:
+        """The module whose forward is the reference's (no grad): the frozen copy on the device or sharded like the
+        policy; the policy holding the host copy's weights (``model.reference: cpu``); or, under LoRA, the policy
+        with its adapter disabled."""
         if self.reference is not None:
-            return self.family.velocity(self.reference, x, sigma, cond, None, 1.0)
-        with self.policy.disable_adapter():  # type: ignore[operator]
-            return self.family.velocity(self.policy, x, sigma, cond, None, 1.0)
+            yield self.reference
+        elif self.host_reference is not None:
+            with self.host_reference.swapped_in(self.parameters):
+                yield self.policy
+        else:
+            with self.policy.disable_adapter():  # type: ignore[operator]
+                yield self.policy
+
+    def conditional_reference_velocity(self, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
+        """The reference's conditional velocity."""
+        with self.reference_weights() as reference:
+            return self.family.velocity(reference, x, sigma, cond, None, 1.0)
 
     def reference_velocity(self, x: torch.Tensor, index: torch.Tensor, trajectory: Trajectory) -> torch.Tensor:
-        """LoRA: the base model with the adapter disabled. Full fine-tuning: the frozen copy."""
-        if self.reference is not None:
-            return self.velocity(self.reference, x, index, trajectory.cond, trajectory.uncond)
-        with self.policy.disable_adapter():  # type: ignore[operator]
-            return self.velocity(self.policy, x, index, trajectory.cond, trajectory.uncond)
+        """The reference's velocity at a trained step (CFG as the rollout's)."""
+        with self.reference_weights() as reference:
+            return self.velocity(reference, x, index, trajectory.cond, trajectory.uncond)
 
     # --- gradients -----------------------------------------------------------------------
     def gradient_slots(self) -> list[torch.Tensor]:

@@ -3,13 +3,17 @@
 Under FSDP it is made after the policy is sharded and sharded like it (each rank holds its shard of the frozen
 weights, gathered one unit at a time during the reference forward), never as a full copy on the device: a meta
 skeleton of the policy (no memory) is sharded, given local storage, and filled shard by shard from the policy's
-own shards. Under LoRA no copy exists: the reference is the base model with the adapter disabled
-(``TrainingJob.reference_velocity``).
+own shards. On one rank or under DDP it is a frozen copy on the device (``model.reference: device``) or, with
+``model.reference: cpu``, a host copy of the trainable weights (``HostReference``) swapped into the policy for each
+reference forward, as Flow-Factory's ``ref_param_device: cpu`` does (docs/memory-and-timing.md). Under LoRA no copy
+exists: the reference is the base model with the adapter disabled (``TrainingJob.reference_weights``).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -42,3 +46,38 @@ def sharded_reference(
         for mine, theirs in zip(skeleton.buffers(), policy.buffers(), strict=True):
             mine.copy_(theirs)
     return skeleton.requires_grad_(False).eval()
+
+
+def host_buffer(like: torch.Tensor) -> torch.Tensor:
+    """An empty host tensor shaped as ``like``, page-locked where an accelerator copies to and from it."""
+    return torch.empty(like.shape, dtype=like.dtype, device="cpu", pin_memory=torch.cuda.is_available())
+
+
+class HostReference:
+    """The starting trainable weights in host memory, and a host stash as large: the device holds one copy of the
+    weights at any moment (Flow-Factory's ``EMAModuleWrapper(decay=0)`` on the CPU, its stash made per use here
+    made once, so no step allocates it)."""
+
+    def __init__(self, parameters: list[torch.Tensor]) -> None:
+        self.weights = [host_buffer(p) for p in parameters]
+        self.stash = [host_buffer(p) for p in parameters]
+        with torch.no_grad():
+            for weight, param in zip(self.weights, parameters, strict=True):
+                weight.copy_(param)
+
+    @contextmanager
+    def swapped_in(self, parameters: list[torch.Tensor]) -> Iterator[None]:
+        """The parameters hold the reference's weights inside (a no-grad forward only), their own after, bit for bit.
+
+        ``.data`` copies leave autograd's version counters alone: a graph kept across the block (lean_retain's)
+        saved these parameters, and finds the same values in them when it runs backward. The copies queue on the
+        device's stream in order, so the pinned ones need not wait for the host."""
+        pinned = torch.cuda.is_available()
+        for stash, param, weight in zip(self.stash, parameters, self.weights, strict=True):
+            stash.copy_(param.data, non_blocking=pinned)
+            param.data.copy_(weight, non_blocking=pinned)
+        try:
+            yield
+        finally:
+            for stash, param in zip(self.stash, parameters, strict=True):
+                param.data.copy_(stash, non_blocking=pinned)

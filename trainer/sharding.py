@@ -12,14 +12,12 @@ plain ``save_pretrained`` directory; a checkpoint resumes under the strategy tha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import nn
 
-from trainer.spec import FSDP_EXECUTORS, JobSpec
-
-Strategy = Literal["single", "ddp", "fsdp"]
+from trainer.spec import JobSpec
+from trainer.spec.sharding_choice import Strategy, sharding_choice
 
 
 @dataclass(frozen=True)
@@ -36,25 +34,8 @@ class Sharding:
 
 
 def choose_sharding(spec: JobSpec, world_size: int) -> Sharding:
-    """``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under the
-    executors that run under it: native, and the Lean ones, which reduce once per optimizer step
-    (trainer/fsdp_gradients.py); jagg and digenrl handle gradients and weights themselves. The
-    forward-process family never gets FSDP: its old policy is a copy of the unsharded trainable weights
-    (trainer/algorithms/old_policy.py), which is why its spec refuses 'fsdp'."""
-    requested = spec.model.sharding
-    if world_size == 1:
-        return Sharding("single", "one rank")
-    if requested != "auto":
-        return Sharding(requested, f"model.sharding is {requested!r}")
-    if spec.model.finetune != "full":
-        return Sharding("ddp", "LoRA: the adapter is small")
-    if spec.resources.device_type != "cuda":
-        return Sharding("ddp", "auto on CPU")
-    if spec.algorithm.family == "forward":
-        return Sharding("ddp", f"{spec.algorithm.name} keeps an unsharded copy of its old policy")
-    if spec.executor.name not in FSDP_EXECUTORS:
-        return Sharding("ddp", f"executor {spec.executor.name} handles gradients itself")
-    return Sharding("fsdp", "full fine-tuning on CUDA")
+    """The strategy the spec asks for (trainer/spec/sharding_choice.py), with its reason."""
+    return Sharding(*sharding_choice(spec, world_size))
 
 
 def shard_module(module: nn.Module, compute_dtype: torch.dtype = torch.float32) -> None:

@@ -1,7 +1,8 @@
 """POST /api/v1/jobs with the memory fields of issue 27: ``model.text_encoders: free`` over a prompt set whose
 embeddings are not all cached is refused naming both fields; ``model.precision: fp16`` where the family or the
 executor cannot run it, and a ``model.resolution`` off its step, are refused with what is allowed;
-``resources.memory_budget`` takes the advisor's sizes and refuses anything else naming the field."""
+``resources.memory_budget`` takes the advisor's sizes and refuses anything else naming the field;
+``model.reference: cpu`` is refused where no copy of the reference exists to move (LoRA, FSDP)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,23 @@ def test_a_negative_zero_or_garbled_memory_budget_is_422_naming_it_and_the_sizes
 ) -> None:
     problems = refusals(harness, {"resources": {"memory_budget": budget}})
     assert "512MiB" in problems["resources.memory_budget"]
+
+
+FULL = {"finetune": "full", "lora_rank": None}
+
+
+def test_a_host_reference_under_lora_is_422_saying_the_reference_is_the_base_with_the_adapter_disabled(
+    harness: Harness,
+) -> None:
+    problems = refusals(harness, {"model": {"finetune": "lora", "reference": "cpu"}})
+    assert "adapter disabled" in problems["model.reference"] and "'device'" in problems["model.reference"]
+
+
+def test_a_host_reference_under_fsdp_is_422_saying_the_reference_is_sharded(harness: Harness) -> None:
+    spec = {"model": {**FULL, "sharding": "fsdp", "reference": "cpu"}, "resources": {"devices": 2}}
+    problems = refusals(harness, spec)
+    assert "sharded" in problems["model.reference"] and "'ddp'" in problems["model.reference"]
+
+
+def test_a_host_reference_under_full_fine_tuning_on_ddp_is_queued(harness: Harness) -> None:
+    harness.submit_ok({"model": {**FULL, "sharding": "ddp", "reference": "cpu"}, "resources": {"devices": 2}})

@@ -46,12 +46,9 @@ def reference_mean(
     uncond: Conditioning | None,
     x_next: torch.Tensor,
 ) -> torch.Tensor:
-    """μ_ref of the same step under the reference weights (frozen copy, or LoRA disabled)."""
-    with torch.no_grad():
-        if job.reference is not None:
-            return job.denoiser.toward(job.reference, x, index, cond, uncond, x_next).mean
-        with job.policy.disable_adapter():  # type: ignore[operator]
-            return job.denoiser.toward(job.policy, x, index, cond, uncond, x_next).mean
+    """μ_ref of the same step under the reference weights (``TrainingJob.reference_weights``)."""
+    with torch.no_grad(), job.reference_weights() as reference:
+        return job.denoiser.toward(reference, x, index, cond, uncond, x_next).mean
 
 
 def rollout_with_graphs(

@@ -107,9 +107,27 @@ class JobSpec(Section):
             problem = None if count is None else uncached_prompts(count)
             if problem:
                 problems.add("model.text_encoders", problem)
+        if self.model.reference == "cpu":
+            self._host_reference_fits(problems)
         if self.algorithm.rollout_chunks > 1 and self.executor.name != "native":
             message = f"chunked rollouts run with the native executor only; {self.executor.name} rolls out itself"
             problems.add("algorithm.rollout_chunks", message)
+
+    def _host_reference_fits(self, problems: SpecProblems) -> None:
+        """``model.reference: cpu`` moves a full copy of the starting weights to the host: one exists only under
+        full fine-tuning on one rank or DDP."""
+        if self.model.finetune == "lora":
+            message = (
+                "'cpu' keeps full fine-tuning's frozen copy on the host; under LoRA the reference is the base model "
+                "with the adapter disabled, which holds no copy to move: allowed 'device'"
+            )
+            problems.add("model.reference", message)
+        elif sharding_choice(self, self.world_size)[0] == "fsdp":
+            message = (
+                "under FSDP the reference is sharded like the policy (each rank holds its shard), not copied whole; "
+                "'cpu' is for one rank or DDP: allowed 'device', or model.sharding 'ddp'"
+            )
+            problems.add("model.reference", message)
 
     def _executor_fits(self, problems: SpecProblems) -> None:
         """Executor/algorithm/resources pairs that are not exact or cannot run."""

@@ -101,6 +101,13 @@ class ModelSpec(Section):
         "memory, then the encoders moved to the CPU; 'free' the same, then the encoders dropped (DanceGRPO's "
         "pre-encoded embeddings): a prompt set must be cacheable whole (docs/trainer.md)",
     )
+    reference: Literal["device", "cpu"] = Field(
+        "device",
+        description="where full fine-tuning's frozen KL reference stays (one rank or DDP): 'device' a copy on the "
+        "job's device; 'cpu' in host memory (page-locked on CUDA), swapped into the policy's weights for each "
+        "reference forward (Flow-Factory's ref_param_device). Under LoRA (the base with the adapter disabled) "
+        "and FSDP (sharded like the policy) there is no copy to move: 'cpu' is refused (docs/memory-and-timing.md)",
+    )
     gradient_checkpointing: bool = False
     sharding: Literal["auto", "ddp", "fsdp"] = Field(
         "auto",
