@@ -31,6 +31,7 @@ from trainer.spec.executor import (
 from trainer.spec.model import ModelSpec
 from trainer.spec.prompt_cache import file_prompt_count, uncached_prompts
 from trainer.spec.sections import CheckpointSpec, PromptsSpec, ResourcesSpec, RetrySpec, RewardSpec, SamplesSpec
+from trainer.spec.sharding_choice import sharding_choice
 
 
 class JobSpec(Section):
