@@ -1,7 +1,7 @@
 """FSDP2 gradients reduced once per optimizer step, and the collectives an FSDP job counts.
 
 Under FSDP2 every backward reduce-scatters each unit's gradient: native's schedule, one reduction per
-trained step. The Lean executors backward with reduction off (``set_requires_gradient_sync(False)``):
+trained step. The Lean executors and jagg backward with reduction off (``set_requires_gradient_sync(False)``):
 FSDP then leaves each parameter's full, unsharded gradient on its unsharded parameter, where Reweight
 forms the corrected gradient from its provisional ones. :func:`reduce_scatter` then writes the sharded
 gradients, one reduce-scatter per FSDP unit (the mean over ranks, as FSDP's own), once per optimizer
@@ -105,6 +105,27 @@ def reduction_deferred(module: nn.Module) -> Iterator[None]:
         yield
     finally:
         module.set_requires_gradient_sync(True)
+
+
+@contextmanager
+def gathered_through_backward(module: nn.Module, sharded: bool) -> Iterator[None]:
+    """Backwards inside leave each unit's weights gathered after its first backward until the block ends
+    (``sharded``: the module is FSDP's; otherwise nothing to do).
+
+    FSDP2 reshards a unit after each graph's backward through it, so one backward through two forwards of a
+    unit (JAGG's group endpoints) would all-gather it twice; here once. The price: a unit's full weights
+    stay from its first backward to the block's end (a deferred reduction already keeps its full gradient
+    that long)."""
+    if not sharded:
+        yield
+        return
+    assert isinstance(module, FSDPModule)
+    module.set_reshard_after_backward(False)
+    try:
+        yield
+    finally:
+        module.set_reshard_after_backward(True)
+        reshard(module)
 
 
 def managed(unit: FSDPModule) -> list[Any]:
