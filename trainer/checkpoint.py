@@ -1,6 +1,7 @@
 """Checkpoints for exact resume, and the final model export.
 
-A checkpoint holds the trainable weights, the optimizer state, the RNG states and the step.
+A checkpoint holds the trainable weights, the optimizer state, the RNG states and the step, and the forward
+family's copies of the weights (its old policy, AWM's EMA) that a resumed run must continue from.
 It is written to a temporary folder and renamed into ``checkpoints/step-N``, so a crash never
 leaves a half-written checkpoint that ``--resume`` would pick up. Under FSDP the weights and the
 optimizer state are gathered to full tensors first (a collective every rank takes part in), so
@@ -12,7 +13,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +22,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from trainer.algorithms.old_policy import OldPolicy
 from trainer.sharding import full_optimizer_state, full_state, load_full_optimizer_state, load_full_state, plain_copy
 
 WEIGHTS = "trainable.safetensors"
+COPIES = "policy_copies.safetensors"  # '{kind}.{index}': each copy's tensors in the trainable parameters' order
 
 
 def trainable_state(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -35,6 +39,11 @@ class TrainingState:
 
     weights: dict[str, torch.Tensor]
     optimizer: dict
+    copies: dict[str, torch.Tensor] = field(default_factory=dict)  # policy_copies_state of the job's copies
+
+
+def policy_copies_state(copies: Mapping[str, OldPolicy]) -> dict[str, torch.Tensor]:
+    return {f"{kind}.{i}": value for kind, copy in copies.items() for i, value in enumerate(copy.state())}
 
 
 def training_state(module: nn.Module, optimizer: torch.optim.Optimizer, fsdp: bool) -> TrainingState:
@@ -53,6 +62,8 @@ def save_checkpoint(output_dir: Path, step: int, state: TrainingState) -> Path:
     staging.mkdir(parents=True)
     save_file(state.weights, str(staging / WEIGHTS))
     torch.save(state.optimizer, staging / "optimizer.pt")
+    if state.copies:
+        save_file(state.copies, str(staging / COPIES))
     rng = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -92,6 +103,21 @@ def load_checkpoint(path: Path, module: nn.Module, optimizer: torch.optim.Optimi
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
     return int(json.loads((path / "state.json").read_text())["step"])
+
+
+def load_policy_copies(path: Path, copies: Mapping[str, OldPolicy], parameters: list[torch.Tensor]) -> list[str]:
+    """Restore each copy (old policy, EMA) from the checkpoint. A copy the checkpoint lacks (one written before
+    copies were saved, or by a job that kept none) restarts from the restored weights; its kind is returned."""
+    saved = load_file(str(path / COPIES)) if (path / COPIES).exists() else {}
+    missing = []
+    for kind, copy in copies.items():
+        values = [saved.get(f"{kind}.{i}") for i in range(len(copy.weights))]
+        if any(value is None for value in values):
+            copy.restart(parameters)
+            missing.append(kind)
+        else:
+            copy.load(values)  # type: ignore[arg-type]
+    return missing
 
 
 def export_model(module: nn.Module, directory: Path, weights: dict[str, torch.Tensor] | None = None) -> None:

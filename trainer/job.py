@@ -18,7 +18,7 @@ from torch import nn
 
 from trainer.advantages import Advantages, group_advantages
 from trainer.algorithms.base import Algorithm, StepPlan
-from trainer.algorithms.forward import ForwardAlgorithm, ForwardInputs, Renoised
+from trainer.algorithms.forward import ForwardAlgorithm, ForwardInputs, Renoised, velocity_kl
 from trainer.algorithms.old_policy import OldPolicy
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed, init_distributed
@@ -144,6 +144,8 @@ class TrainingJob:
             self.parameters = [p for p in self.policy.parameters() if p.requires_grad]
         # The forward family's old policy (trainer/algorithms/old_policy.py): a copy of the trainable weights.
         self.old_policy = OldPolicy(self.parameters) if forward is not None else None
+        # AWM's EMA of the policy, the other end of its EMA-KL: a second such copy.
+        self.ema_policy = OldPolicy(self.parameters) if forward is not None and forward.ema_kl_beta > 0 else None
         self.optimizer = torch.optim.AdamW(
             self.parameters, lr=spec.algorithm.learning_rate, betas=(0.9, 0.999), weight_decay=1e-4, eps=1e-8
         )
@@ -356,16 +358,24 @@ class TrainingJob:
         return self.old_policy.swapped_in(self.parameters)
 
     def follow_old_policy(self, step: int) -> None:
-        """After step ``step``'s updates: old ← d · old + (1 − d) · θ with the algorithm's decay."""
+        """After step ``step``'s updates: old ← d · old + (1 − d) · θ with the algorithm's decay; the EMA alike."""
         if self.old_policy is not None and isinstance(self.algorithm, ForwardAlgorithm):
             self.old_policy.follow(self.parameters, self.algorithm.old_decay(step))
+            if self.ema_policy is not None:
+                self.ema_policy.follow(self.parameters, self.algorithm.ema_decay(step))
+
+    def policy_copies(self) -> dict[str, OldPolicy]:
+        """The copies of the weights a checkpoint keeps: the forward family's old policy and AWM's EMA."""
+        copies = {"old": self.old_policy, "ema": self.ema_policy}
+        return {kind: copy for kind, copy in copies.items() if copy is not None}
 
     def forward_step(
         self, trajectory: Trajectory, plan: StepPlan, position: int, advantages: torch.Tensor
     ) -> StepTerms:
         """The forward family's loss at the ``position``-th re-noising time of every local sample: its clean latent
         re-noised to that time's σ, the conditional velocity of the policy (with grad), of the old policy and of
-        the reference (no grad), the algorithm's loss, plus β · mean (v_θ − v_ref)² (upstream's KL in v-space)."""
+        the reference (no grad), the algorithm's loss, plus β · mean (v_θ − v_ref)² (upstream's KL in v-space) and,
+        for AWM, β_ema · mean (v_θ − v_ema)² to the policy's EMA."""
         algorithm, spec, grid = self.algorithm, self.spec.algorithm, self.denoiser.grid
         assert isinstance(algorithm, ForwardAlgorithm) and self.old_policy is not None and plan.noise_seeds is not None
         seeds = plan.noise_seeds[:, position]
@@ -380,13 +390,17 @@ class TrainingJob:
                     old = self.family.velocity(self.policy, x, renoised.sigma, cond, None, 1.0)
             if algorithm.uses_reference or spec.kl_beta > 0:
                 reference = self.conditional_reference_velocity(x, renoised.sigma, cond)
+            if self.ema_policy is not None:
+                with self.ema_policy.swapped_in(self.parameters):
+                    ema = self.family.velocity(self.policy, x, renoised.sigma, cond, None, 1.0)
         inputs = ForwardInputs(velocity, old, reference, renoised, advantages, seeds, self.dist)
         terms = algorithm.loss(inputs)
-        kl = None
-        if spec.kl_beta > 0 and reference is not None:
-            kl = (velocity - reference).square().reshape(x.shape[0], -1).mean(dim=1).mean()
+        kl = velocity_kl(velocity, reference) if spec.kl_beta > 0 and reference is not None else None
+        loss = terms.loss
+        if self.ema_policy is not None:
+            loss = loss + algorithm.ema_kl_beta * velocity_kl(velocity, ema)
         log_ratio = terms.ratio.log()
-        policy = PolicyTerms(terms.loss, terms.ratio, terms.clipped)
+        policy = PolicyTerms(loss, terms.ratio, terms.clipped)
         return StepTerms.of(log_ratio, torch.zeros_like(log_ratio), policy, kl, spec.kl_beta)
 
     @contextmanager

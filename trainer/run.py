@@ -19,6 +19,8 @@ from trainer.checkpoint import (
     export_model,
     latest_checkpoint,
     load_checkpoint,
+    load_policy_copies,
+    policy_copies_state,
     save_checkpoint,
     trainable_state,
     training_state,
@@ -57,8 +59,14 @@ def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
     checkpoint = latest_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
         first_step = load_checkpoint(checkpoint, job.policy, job.optimizer, sharding.fsdp) + 1
+        missing = load_policy_copies(checkpoint, job.policy_copies(), job.parameters)
         if reporter:
             reporter.print(f"resumed from {checkpoint} at step {first_step}")
+            for kind in missing:
+                reporter.print(
+                    f"{checkpoint.name} holds no {kind} policy copy (an older checkpoint): "
+                    "it restarts from the checkpoint's weights"
+                )
     if reporter:
         reporter.print(
             f"job {spec.name}: {spec.algorithm.name} / {spec.executor.name}, {dist.world_size} rank(s), "
@@ -142,6 +150,7 @@ def checkpoint_step(
         state = training_state(job.policy, job.optimizer, job.sharding.fsdp)
         if not job.dist.is_main:
             return
+        state.copies = policy_copies_state(job.policy_copies())
     path = save_checkpoint(output_dir, step, state)
     if reporter:
         reporter.artifact("checkpoint", path.name, step, str(path.relative_to(output_dir)))

@@ -1,7 +1,9 @@
 """Each forward-family loss against an fp64 re-implementation of its released code on random tensors
 (≤ 1e-6 relative): DiffusionNFT's loss block of NVlabs/DiffusionNFT scripts/train_nft_sd3.py, AWM's
 ``compute_weighted_log_prob`` and clipped loss of Flow-Factory trainers/awm.py, DGPO's ``_maybe_clip_dsm`` and
-``_compute_group_dgpo_loss`` of Flow-Factory trainers/dgpo.py. The references are written as those lines are."""
+``_compute_group_dgpo_loss`` of Flow-Factory trainers/dgpo.py; the KL to the reference in velocity space of each
+released trainer, AWM's EMA-KL and the EMA's decay (scxue/advantage_weighted_matching scripts/train_sd3_awm.py), and
+when each copy of the weights follows and samples. The references are written as those lines are."""
 
 from __future__ import annotations
 
@@ -11,6 +13,10 @@ import torch
 from trainer.algorithms.awm import awm_loss, weighted_log_prob
 from trainer.algorithms.dgpo import clipped_denoising_loss, denoising_loss, group_preference_loss, preference_terms
 from trainer.algorithms.diffusion_nft import nft_loss
+from trainer.algorithms.forward import ForwardAlgorithm, velocity_kl
+from trainer.algorithms.old_policy import OldPolicy
+from trainer.algorithms.registry import make_algorithm
+from trainer.spec import parse_spec
 
 TOLERANCE = 1e-6
 
@@ -135,3 +141,109 @@ def test_dgpo_loss_matches_flow_factory_released_code() -> None:
     sums = torch.zeros(2, dtype=terms.dtype).index_add_(0, groups, terms)[groups]
     ours = group_preference_loss(dsm, sums, advantages)
     assert relative(ours, flow_factory_dgpo(t, groups, 100.0, 3, 5e-2, 5.0)) <= TOLERANCE
+
+
+def nvlabs_kl(t: dict[str, torch.Tensor], beta: float) -> torch.Tensor:
+    x0, forward_prediction, ref_forward_prediction = t["clean"], t["velocity"], t["reference"]
+    kl_div_loss = ((forward_prediction - ref_forward_prediction) ** 2).mean(dim=tuple(range(1, x0.ndim)))
+    return beta * torch.mean(kl_div_loss)
+
+
+def scxue_awm_kls(t: dict[str, torch.Tensor], times: int, beta: float, ema_beta: float) -> torch.Tensor:
+    """beta · kl_loss + ema_beta · ema_kl_loss of train_sd3_awm.py ('Uniform'), its outputs [times, batch, C, H, W]."""
+    shape = (times, -1, *t["velocity"].shape[1:])
+    model_output, model_output_ref = t["velocity"].reshape(shape), t["reference"].reshape(shape)
+    model_output_ema = t["old"].reshape(shape)
+    kl_loss = ((model_output - model_output_ref) ** 2).mean(dim=(2, 3, 4), keepdim=True)
+    kl_loss = kl_loss.mean(dim=0).mean()
+    ema_kl_loss = ((model_output - model_output_ema) ** 2).mean(dim=(2, 3, 4), keepdim=True)
+    ema_kl_loss = ema_kl_loss.mean(dim=0).mean()
+    return beta * kl_loss + ema_beta * ema_kl_loss
+
+
+def flow_factory_awm_kls(t: dict[str, torch.Tensor], kl_beta: float, ema_kl_beta: float) -> torch.Tensor:
+    noise_pred, ref_noise_pred, ema_noise_pred = t["velocity"], t["reference"], t["old"]
+    kl_div = ((noise_pred - ref_noise_pred) ** 2).mean(dim=tuple(range(1, noise_pred.ndim)))
+    ema_kl = ((noise_pred - ema_noise_pred) ** 2).mean(dim=tuple(range(1, noise_pred.ndim)))
+    return kl_beta * kl_div.mean() + ema_kl_beta * ema_kl.mean()
+
+
+def luo_yihong_dgpo_kl(t: dict[str, torch.Tensor], beta: float) -> torch.Tensor:
+    model_v, ref_old_v, x0 = t["velocity"], t["reference"], t["clean"]
+    kl_loss = 1 * (model_v - ref_old_v).square().reshape(x0.shape[0], -1).mean(dim=1)
+    return beta * torch.mean(kl_loss)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_the_kl_to_the_reference_matches_nvlabs_and_dgpos_released_code(seed: int) -> None:
+    t = tensors(seed)
+    f = as_float(t)
+    ours = velocity_kl(f["velocity"], f["reference"])
+    assert relative(1e-4 * ours, nvlabs_kl(t, 1e-4)) <= TOLERANCE
+    assert relative(1e-3 * ours, luo_yihong_dgpo_kl(t, 1e-3)) <= TOLERANCE
+
+
+def test_awms_kl_and_ema_kl_match_its_released_code_over_the_trained_times() -> None:
+    """The native executor averages a step's K time losses (1/K each): the released code's mean over [K, B]."""
+    t, times = tensors(7), 3
+    f = as_float(t)
+    at = [{k: v.chunk(times)[k_] for k, v in f.items()} for k_ in range(times)]  # the K times' rows
+    ours = sum(1e-4 * velocity_kl(a["velocity"], a["reference"]) + velocity_kl(a["velocity"], a["old"]) for a in at)
+    assert relative(ours / times, scxue_awm_kls(t, times, 1e-4, 1.0)) <= TOLERANCE
+    whole = 1e-4 * velocity_kl(f["velocity"], f["reference"]) + velocity_kl(f["velocity"], f["old"])
+    assert relative(whole, flow_factory_awm_kls(t, 1e-4, 1.0)) <= TOLERANCE
+
+
+def algorithm(name: str, inner_epochs: int = 1, **options: object) -> ForwardAlgorithm:
+    spec = parse_spec({"algorithm": {"name": name, "inner_epochs": inner_epochs, **options}}).algorithm
+    made = make_algorithm(spec, torch.linspace(1, 0, spec.sampling_steps + 1), 0)
+    assert isinstance(made, ForwardAlgorithm)
+    return made
+
+
+def nvlabs_return_decay(step: int) -> float:
+    flat, uprate, uphold = 0, 0.001, 0.5  # decay_type 1
+    return 0.0 if step < flat else min((step - flat) * uprate, uphold)
+
+
+@pytest.mark.parametrize("inner_epochs", [1, 2])
+def test_the_old_policy_and_the_ema_decay_as_the_released_loops_count_their_steps(inner_epochs: int) -> None:
+    """NVlabs and AWM decay after each epoch by global_step after its increments; DGPO's ema_ref.step reads it
+    before (inner_epochs 1: one optimizer step a step, as DGPO's configs update once per epoch)."""
+    nft, awm, dgpo = (algorithm(name, inner_epochs) for name in ("diffusion_nft", "awm", "dgpo"))
+    global_step = 0
+    for step in range(1, 1501):
+        dgpo_decay = min(0.3, 0.001 * global_step)
+        global_step += inner_epochs
+        assert nft.old_decay(step) == nvlabs_return_decay(global_step)
+        assert awm.ema_decay(step) == min(0.3, 0.001 * global_step)
+        assert awm.old_decay(step) == 0.0
+        if inner_epochs == 1:
+            assert dgpo.old_decay(step) == dgpo_decay
+
+
+@pytest.mark.parametrize(("inner_epochs", "switch"), [(1, 200), (2, 200), (1, 0), (1, 7)])
+def test_dgpo_samples_with_its_old_policy_once_global_step_exceeds_switch_ema_ref(
+    inner_epochs: int, switch: int
+) -> None:
+    dgpo, nft = algorithm("dgpo", inner_epochs, switch_ema_ref=switch), algorithm("diffusion_nft", inner_epochs)
+    awm = algorithm("awm", inner_epochs)
+    global_step = 0
+    for step in range(1, 600):
+        assert dgpo.samples_with_old(step) == (global_step > switch)
+        assert nft.samples_with_old(step) and not awm.samples_with_old(step)
+        global_step += inner_epochs
+
+
+def test_the_ema_follows_the_weights_as_awms_released_update() -> None:
+    """tgt ← tgt · decay + src · (1 − decay) after each step, over 400 steps of random weights (fp32 against fp64)."""
+    g = torch.Generator().manual_seed(8)
+    start = [torch.randn(16, 8, generator=g, dtype=torch.float64), torch.randn(8, generator=g, dtype=torch.float64)]
+    awm = algorithm("awm")
+    ema, reference = OldPolicy([w.float() for w in start]), [w.clone() for w in start]
+    for step in range(1, 401):
+        weights = [w + 0.01 * torch.randn(w.shape, generator=g, dtype=torch.float64) for w in start]
+        ema.follow([w.float() for w in weights], awm.ema_decay(step))
+        decay = min(0.3, 0.001 * step)
+        reference = [tgt * decay + src * (1.0 - decay) for tgt, src in zip(reference, weights, strict=True)]
+    assert max(relative(ours, theirs) for ours, theirs in zip(ema.weights, reference, strict=True)) <= TOLERANCE

@@ -4,7 +4,9 @@ They need no trajectory log-probs: the rollout runs its plain ODE (any sampler w
 latents are re-noised by the forward process x_σ = (1 − σ) x_0 + σ ε at K times of the σ grid, and a
 flow-matching loss trains the velocity there. ``plan`` returns those times as ``StepPlan.trained``
 (indices into the grid) with the seed of each time's noise; ``loss`` turns the velocities at one time
-into the loss. The job re-noises, forwards and keeps the old policy (``trainer/algorithms/old_policy.py``).
+into the loss. The job re-noises, forwards and keeps the old policy (``trainer/algorithms/old_policy.py``), and
+adds the velocity-space KLs of ``velocity_kl``: to the frozen reference (``kl_beta``) and, for AWM, to an EMA of
+the policy (``ema_kl_beta``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from trainer.distributed import Distributed
 from trainer.layout import SampleBatch
 from trainer.seeding import step_generator, stream_seed
 from trainer.spec import AlgorithmSpec
-from trainer.spec.forward_family import FORWARD_UPSTREAM
+from trainer.spec.algorithm import UPSTREAM
+from trainer.spec.forward_family import AWM_EMA_DECAY_CAP, AWM_EMA_DECAY_RATE, FORWARD_UPSTREAM
+
+
+def velocity_kl(velocity: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    """mean_b mean (v_θ − v_other)² over each row's elements: the released trainers' KL in velocity space
+    (NVlabs ``kl_div_loss``, AWM's ``kl_loss`` and ``ema_kl_loss``, DGPO's ``kl_loss``), to be weighted by β."""
+    return (velocity - other).square().reshape(velocity.shape[0], -1).mean(dim=1).mean()
 
 
 @dataclass
@@ -80,6 +89,11 @@ class ForwardAlgorithm(Algorithm):
         super().__init__(spec, sigmas, seed)
         self.upstream = FORWARD_UPSTREAM[spec.name]
 
+    @property
+    def level(self) -> float:
+        """The σ grid's SDE level, which no forward algorithm reads (its rollout is the ODE): the placeholder."""
+        return UPSTREAM[self.spec.name].noise_level
+
     def plan(self, batch: SampleBatch, dist: Distributed) -> StepPlan:
         rows = len(batch.prompts)
         times = self.times(batch)
@@ -113,14 +127,32 @@ class ForwardAlgorithm(Algorithm):
         shared = (lower + (uniform * (upper - lower)).long()).clamp(0, self.steps - 1)
         return shared.expand(rows, -1).clone()
 
+    def optimizer_steps(self, step: int) -> int:
+        """Optimizer steps done after the run's 1-based ``step``: one per inner epoch (upstream's global_step)."""
+        return step * self.spec.inner_epochs
+
     def old_decay(self, step: int) -> float:
-        """The old policy's decay after optimizer step ``step`` (0-based): min(rate · (step + 1), cap)."""
-        return min(self.upstream.old_decay_rate * (step + 1), self.upstream.old_decay_cap)
+        """The old policy's decay after ``step``: min(rate · (n − lag), cap), n the optimizer steps done (NVlabs
+        reads global_step after its increment, DGPO's ema_ref.step before it)."""
+        up = self.upstream
+        return min(up.old_decay_rate * (self.optimizer_steps(step) - up.old_decay_lag), up.old_decay_cap)
 
     def samples_with_old(self, step: int) -> bool:
-        """Whether this step's rollout samples with the old policy's weights (NFT always; DGPO after 200 steps)."""
-        after = self.upstream.samples_with_old_after
-        return after is not None and step >= after
+        """Whether ``step``'s rollout samples with the old policy's weights: NFT always; DGPO once the optimizer
+        steps done before it exceed ``switch_ema_ref`` (upstream's ``global_step > switch_ema_ref``)."""
+        if not self.upstream.samples_with_old:
+            return False
+        switch = self.spec.switch_ema_ref
+        return switch is None or self.optimizer_steps(step - 1) > switch
+
+    @property
+    def ema_kl_beta(self) -> float:
+        """The weight of the KL to the policy's EMA (AWM; 0: no EMA is kept)."""
+        return self.spec.ema_kl_beta or 0.0
+
+    def ema_decay(self, step: int) -> float:
+        """The EMA's decay after ``step``: min(0.001 · n, 0.3), n the optimizer steps done (AWM's 'linear' kl_ema)."""
+        return min(AWM_EMA_DECAY_RATE * self.optimizer_steps(step), AWM_EMA_DECAY_CAP)
 
     @abstractmethod
     def loss(self, inputs: ForwardInputs) -> ForwardTerms: ...

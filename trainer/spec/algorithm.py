@@ -16,7 +16,9 @@ from pydantic import Field, model_validator
 
 from trainer.spec.base import Section, SpecProblems
 from trainer.spec.forward_family import (
+    AWM_EMA_KL_BETA,
     AWM_WEIGHTING,
+    DGPO_SWITCH_EMA_REF,
     DPO_BETA,
     FORWARD_ONLY,
     FORWARD_UPSTREAM,
@@ -120,7 +122,12 @@ class AlgorithmSpec(Section):
         description="every member of a prompt's group starts from the same initial noise (the steps' noise "
         "still differs per sample); default: true for dance_grpo, false otherwise",
     )
-    kl_beta: float = Field(0.0, ge=0)
+    kl_beta: float | None = Field(
+        None,
+        ge=0,
+        description="β of the KL to the frozen reference; default 0, diffusion_nft and awm 1e-4, dgpo 1e-3 "
+        "(their released trainers' β · mean (v_θ − v_ref)²)",
+    )
     adv_clip: float = Field(5.0, gt=0)
     global_std: bool | None = Field(
         None,
@@ -188,6 +195,19 @@ class AlgorithmSpec(Section):
     awm_weighting: AwmWeighting | None = Field(
         None, description="awm: the matching loss's weighting over σ; default 'ghuber' (power 0.25)"
     )
+    ema_kl_beta: float | None = Field(
+        None,
+        ge=0,
+        description="awm: weight of mean (v_θ − v_ema)², the KL to an EMA of the policy that follows it after "
+        "every step with decay min(0.001 · steps, 0.3); 0 turns it off; default 1",
+    )
+    switch_ema_ref: int | None = Field(
+        None,
+        ge=0,
+        le=10_000_000,
+        description="dgpo: rollouts sample with the old (EMA) policy once more than this many optimizer steps are "
+        "done; allowed 0..10000000; default 200",
+    )
     rollout_chunks: int = Field(
         1,
         ge=1,
@@ -211,8 +231,12 @@ class AlgorithmSpec(Section):
             message = f"{self.name} has no {self.sampler!r} step in its upstream code; allowed: {allowed}"
             problems.add("sampler", message)
         for name in UPSTREAM_FIELDS:
-            if getattr(self, name) is None:
+            # The GRPO family's step options stay unset on a forward algorithm: its resolved spec, stored by the
+            # server and read back by the trainer, must not hold options that the family refuses.
+            if getattr(self, name) is None and not (self.family == "forward" and name in GRPO_ONLY):
                 setattr(self, name, getattr(upstream, name))
+        if self.kl_beta is None:
+            self.kl_beta = FORWARD_UPSTREAM[self.name].kl_beta if self.family == "forward" else 0.0
         last = self.sampling_steps - 1
         if self.name == "flow_grpo_fast":
             self._window(last, problems)
@@ -268,8 +292,10 @@ class AlgorithmSpec(Section):
             self.clip_range = None
         if self.name == "dgpo":
             self.dpo_beta = DPO_BETA if self.dpo_beta is None else self.dpo_beta
+            self.switch_ema_ref = DGPO_SWITCH_EMA_REF if self.switch_ema_ref is None else self.switch_ema_ref
         if self.name == "awm":
             self.awm_weighting = self.awm_weighting or AWM_WEIGHTING
+            self.ema_kl_beta = AWM_EMA_KL_BETA if self.ema_kl_beta is None else self.ema_kl_beta
 
     def _window(self, last: int, problems: SpecProblems) -> None:
         """Window of w SDE steps, trained, starting in [r0, r1); it must end before the last step."""

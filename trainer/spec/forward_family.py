@@ -25,26 +25,39 @@ class ForwardUpstream:
     time_fraction: float  # K = max(1, ⌊fraction · T⌋) re-noising times per sample by default
     time_draw: TimeDraw  # NFT: each sample's own random K of the T grid times; Flow-Factory: K stratified, shared
     include_first: bool  # the stratified draw may pick σ_0 = 1 (Flow-Factory's 'discrete' vs 'discrete_wo_init')
-    old_decay_rate: float  # the old policy's decay min(rate · step, cap) (0: the weights at the step's start)
+    old_decay_rate: float  # the old policy's decay min(rate · (n − lag), cap) after n optimizer steps (0: on-policy)
     old_decay_cap: float
-    samples_with_old_after: int | None  # rollouts use the old policy from this step on (None: never)
+    old_decay_lag: int  # NVlabs reads the step count after its increment (0), DGPO before it (1)
+    samples_with_old: bool  # rollouts may sample with the old policy (NFT always; DGPO after switch_ema_ref)
     has_ratio: bool  # the loss clips a ratio to the old policy (algorithm.clip_range applies)
+    kl_beta: float  # the weight of β · mean (v_θ − v_ref)², the KL to the frozen reference in velocity space
 
 
 FORWARD_UPSTREAM: dict[str, ForwardUpstream] = {
-    # NVlabs/DiffusionNFT train_nft_sd3.py, config/nft.py: timestep_fraction 0.99, decay_type 1, sampled by "old".
-    "diffusion_nft": ForwardUpstream(0.99, "per_sample_subset", True, 0.001, 0.5, 0, False),
-    # Flow-Factory trainers/awm.py + AWMTrainingArguments: timestep_range 0.9, on-policy, clip_range 1e-4 (UPSTREAM).
-    "awm": ForwardUpstream(0.9, "stratified_shared", False, 0.0, 0.0, None, True),
-    # Luo-Yihong/DGPO config/dgpo.py, Flow-Factory trainers/dgpo.py: range 0.6, ema_ref min(0.001 s, 0.3),
-    # which samples once step > 200 (switch_ema_ref), clip_range 5e-2 (UPSTREAM).
-    "dgpo": ForwardUpstream(0.6, "stratified_shared", True, 0.001, 0.3, 201, True),
+    # NVlabs/DiffusionNFT train_nft_sd3.py, config/nft.py: timestep_fraction 0.99, decay_type 1 (return_decay after
+    # global_step's increment), sampled by "old", config.train.beta 1e-4.
+    "diffusion_nft": ForwardUpstream(0.99, "per_sample_subset", True, 0.001, 0.5, 0, True, False, 1e-4),
+    # Flow-Factory trainers/awm.py + AWMTrainingArguments: timestep_range 0.9, on-policy, clip_range 1e-4 (UPSTREAM);
+    # examples/awm/lora/sd3_5/default.yaml: kl_beta 1e-4.
+    "awm": ForwardUpstream(0.9, "stratified_shared", False, 0.0, 0.0, 0, False, True, 1e-4),
+    # Luo-Yihong/DGPO config/dgpo.py, train_sd3_dgpo.py, Flow-Factory trainers/dgpo.py: range 0.6, ema_ref
+    # min(0.001 · global_step, 0.3) before its increment, sampled once global_step > switch_ema_ref,
+    # clip_range 5e-2 (UPSTREAM); README's recipe and Flow-Factory examples/dgpo/lora/sd3_5: train.beta 1e-3.
+    "dgpo": ForwardUpstream(0.6, "stratified_shared", True, 0.001, 0.3, 1, True, True, 1e-3),
 }
 
 NFT_BETA = 1.0  # NVlabs config/nft.py: config.beta = 1.0
 DPO_BETA = 100.0  # Luo-Yihong/DGPO config/dgpo.py: config.train.beta_dpo = 100
 AWM_WEIGHTING = "ghuber"  # Flow-Factory examples/awm/lora/sd3_5/default.yaml: awm_weighting 'ghuber', power 0.25
 GHUBER_POWER = 0.25
+# scxue/advantage_weighted_matching config/dgx_awm.py (train.ema_beta 1, kl_ema_decay 0.3 'linear') and
+# scripts/train_sd3_awm.py: the KL to an EMA of the policy, which follows after every step with
+# d = min(0.001 · global_step, 0.3) (global_step after its increment).
+AWM_EMA_KL_BETA = 1.0
+AWM_EMA_DECAY_RATE = 0.001
+AWM_EMA_DECAY_CAP = 0.3
+# Luo-Yihong/DGPO config/dgpo.py and Flow-Factory DGPOTrainingArguments: switch_ema_ref 200.
+DGPO_SWITCH_EMA_REF = 200
 
 # Options only one family reads: set on the other family's algorithm, they are refused naming the field.
 GRPO_ONLY = ("kl_form", "noise_level", "init_same_noise", "guard")
@@ -52,6 +65,8 @@ FORWARD_ONLY: dict[str, tuple[str, ...]] = {
     "nft_beta": ("diffusion_nft",),
     "dpo_beta": ("dgpo",),
     "awm_weighting": ("awm",),
+    "ema_kl_beta": ("awm",),
+    "switch_ema_ref": ("dgpo",),
 }
 
 
