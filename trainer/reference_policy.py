@@ -71,13 +71,19 @@ class HostReference:
 
         ``.data`` copies leave autograd's version counters alone: a graph kept across the block (lean_retain's)
         saved these parameters, and finds the same values in them when it runs backward. The copies queue on the
-        device's stream in order, so the pinned ones need not wait for the host."""
+        device's stream in order, so the pinned ones need not wait for the host. Inside, the parameters do not
+        require grad: autocast keeps its compute-precision cast of a weight that does for as long as its region
+        lasts, so the forward would hold a cast of every weight at once (the device copy's are cast op by op),
+        and a cast cached by an enclosing region would be the policy's."""
         pinned = torch.cuda.is_available()
+        trained = [param.requires_grad for param in parameters]
         for stash, param, weight in zip(self.stash, parameters, self.weights, strict=True):
             stash.copy_(param.data, non_blocking=pinned)
             param.data.copy_(weight, non_blocking=pinned)
+            param.requires_grad_(False)
         try:
             yield
         finally:
-            for stash, param in zip(self.stash, parameters, strict=True):
+            for stash, param, flag in zip(self.stash, parameters, trained, strict=True):
                 param.data.copy_(stash, non_blocking=pinned)
+                param.requires_grad_(flag)
