@@ -11,11 +11,15 @@ The model is SD3-Medium's width (hidden 1536, heads of 64) at half its depth (12
    audit's bf16 class, and in fp32, by the exactness classes, on the audit's step (``AUDITED``: with a KL and two
    optimizer updates a rollout, so that the KL term and the later update are judged apart);
 2. with 2+ GPUs, two ranks under FSDP (``model.sharding: fsdp``): every executor the spec accepts
-   there, bench and both audits, and digenrl (one generator, one trainer).
+   there, bench and both audits, and digenrl (one generator, one trainer);
+3. one rank's step memory by component with the frozen parts on the device and off it (``PLACEMENTS``:
+   ``model.text_encoders`` and ``model.reference``), native and lean_retain on the bench's spec with the audit's KL.
 
 It prints the bench tables and the audit JSON and, on CUDA, writes them to bench/results/gpu.md.
 ``--small`` runs the same on the CPU at a reduced size, with the bf16 audit only: the suite's check that this
-command keeps working (tests/executors/test_gpu_check.py).
+command keeps working (tests/executors/test_gpu_check.py). ``--placements`` runs part 3 alone (with ``--small``: on
+the CPU, where the host is the device, so a part moved off it leaves the count as it would on a GPU only because the
+host copies are counted as the host's; docs/memory-and-timing.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from trainer.bench import markdown  # noqa: E402
 from trainer.models.sized_sd3 import SD3Size, build_sized_sd3  # noqa: E402
 from trainer.spec import EXECUTORS, parse_spec  # noqa: E402
 from trainer.spec.probe_report import ProbeReport  # noqa: E402
+from trainer.step_memory import COMPONENTS  # noqa: E402
 
 SATURATING = SD3Size(hidden=1536, blocks=12, latent_size=64)
 SMALL = SD3Size(hidden=64, blocks=1, latent_size=8)
@@ -47,6 +52,9 @@ ONE_RANK = [name for name in EXECUTORS if name != "digenrl"]  # digenrl needs a 
 # audit, and two optimizer updates a rollout (the Lean executors' hybrid schedule): every update and both terms judged.
 AUDITED = {"kl_beta": 0.04, "inner_epochs": 2}
 AUDIT_EXECUTOR = {"name": "lean_reweight", "kl": "extra_vjp", "after_first_update": "native"}
+# (model.text_encoders, model.reference): the frozen parts on the device, then moved off it.
+PLACEMENTS = (("gpu", "device"), ("cpu", "cpu"), ("free", "cpu"))
+PLACED_EXECUTORS = ["native", "lean_retain"]
 
 
 def job(model: Path, device: str, small: bool, ranks: int = 1, **model_fields: Any) -> dict[str, Any]:
@@ -130,6 +138,28 @@ def accepted(spec: dict[str, Any], name: str) -> bool:
     return True
 
 
+def placements(folder: Path, model: Path, device: str, small: bool) -> str:
+    """Part 3's table: each executor's step memory by component (MiB) under each placement of the frozen parts."""
+    lines = [
+        "| text encoders | reference | executor | " + " | ".join(COMPONENTS) + " | sum | peak |",
+        "|---|---|---|" + "---|" * (len(COMPONENTS) + 2),
+    ]
+    for encoders, reference in PLACEMENTS:
+        spec = job(model, device, small, text_encoders=encoders, reference=reference)
+        spec["name"] = f"{spec['name']}-{encoders}-{reference}"
+        spec["algorithm"]["kl_beta"] = AUDITED["kl_beta"]
+        report = bench(folder, spec, PLACED_EXECUTORS, 1)
+        if isinstance(report, str):
+            lines.append(f"| {encoders} | {reference} | {report} |")
+            continue
+        for name, result in report["executors"].items():
+            parts = [result["memory"][c] / 2**20 for c in COMPONENTS]
+            peak = (result["start_bytes"] + result["peak_bytes"]) / 2**20
+            cells = " | ".join(f"{v:.2f}" for v in parts)
+            lines.append(f"| {encoders} | {reference} | {name} | {cells} | {sum(parts):.2f} | {peak:.2f} |")
+    return "\n".join(lines)
+
+
 def run(small: bool) -> tuple[str, bool]:
     """The report, and whether every configuration ran."""
     import torch
@@ -153,8 +183,31 @@ def run(small: bool) -> tuple[str, bool]:
             reports.append(bench(folder, fsdp, sharded, rounds))
             audits |= {f"2 ranks, FSDP, {p}": audit(folder, fsdp, sharded, p) for p in precisions}
             reports.append(bench(folder, job(model, device, small, ranks=2), ["native", "digenrl"], rounds))
+        placed = None if small else placements(folder, model, device, small)
     ran = all(isinstance(r, dict) for r in [*reports, *audits.values()]) and isinstance(advised, dict)
-    return text(reports, advised, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU"), ran
+    return text(reports, advised, audits, size, torch.cuda.get_device_name(0) if gpus else "CPU", placed), ran
+
+
+def run_placements(small: bool) -> str:
+    """Part 3 alone (``--placements``)."""
+    import torch
+
+    device = "cpu" if small else "cuda"
+    if not small and not torch.cuda.is_available():
+        raise SystemExit("gpu-check needs CUDA; --small runs it on the CPU at a reduced size")
+    size = SMALL if small else SATURATING
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        table = placements(folder, build_sized_sd3(folder / "model", size), device, small)
+    return f"{placements_heading(size)}\n\n{table}\n"
+
+
+def placements_heading(size: SD3Size) -> str:
+    return (
+        f"## Memory by component, the frozen parts on and off the device\n\nOne rank, SD3-shaped hidden {size.hidden}, "
+        f"{size.blocks} block(s), bf16, full fine-tuning, the bench's spec with kl_beta {AUDITED['kl_beta']}; MiB, "
+        "peak = start + the step's rise (trainer/step_memory.py)."
+    )
 
 
 def text(
@@ -163,6 +216,7 @@ def text(
     audits: dict[str, Any],
     size: SD3Size,
     device: str,
+    placed: str | None = None,
 ) -> str:
     done = [r for r in reports if isinstance(r, dict)]
     failed = "".join(f"- {r}\n" for r in reports if isinstance(r, str))
@@ -185,6 +239,7 @@ def text(
         + f"The audit's step: the bench's spec with {json.dumps(AUDITED)}, executor {json.dumps(AUDIT_EXECUTOR)}.\n\n"
         + audit_text
         + "\n"
+        + ("" if placed is None else f"\n{placements_heading(size)}\n\n{placed}\n")
     )
 
 
@@ -192,7 +247,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="bench/gpu_check.py")
     parser.add_argument("--small", action="store_true", help="the CPU at a reduced size (the suite's check)")
     parser.add_argument("--output", type=Path, help="write the report here (default on CUDA: bench/results/gpu.md)")
+    parser.add_argument("--placements", action="store_true", help="only the memory table of the frozen parts' places")
     args = parser.parse_args()
+    if args.placements:
+        table = run_placements(args.small)
+        if args.output is not None:
+            args.output.write_text(table)
+        print(table)
+        return 0
     report, ran = run(args.small)
     output = args.output or (None if args.small else RESULTS / "gpu.md")
     if output is not None:
