@@ -427,6 +427,16 @@ def judge(
     return result
 
 
+def same_estimator(session: AuditSession, step: Capture, base: Capture, floor: dict[str, Any]) -> dict[str, Any]:
+    """A composed executor's first update against the executor whose estimator it is (jagg_retain against jagg):
+    the same gradient up to summation order, so within the first update's E1 bound (FLOOR_SAFETY × native's floor,
+    at least CLASS_BOUNDS["E1"]), or a fail."""
+    figures = gradient_figures(step.gradient, base.gradient, step.per_tensor, base.per_tensor, session.names)
+    figures["bound"] = bound = floor["bound"]["total"][0]
+    figures["verdict"] = "pass" if all_finite(figures) and figures["rel_l2"] <= bound else "fail"
+    return figures
+
+
 def worst_entry(updates: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The update and term with the most severe verdict, the largest relative L2 among equals."""
     entries = [(u["update"], term, f) for u in updates for term, f in u["terms"].items()]
@@ -453,7 +463,8 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
             f"per rank (prompts_per_step × group_size ≥ 2 × {ranks} ranks)",
         )
     names = ["native", *[n for n in names if n != "native"]]
-    session = AuditSession(spec, names)
+    bases = {n: EXECUTOR_CLASSES[n].estimator_of for n in names if EXECUTOR_CLASSES[n].estimator_of}
+    session = AuditSession(spec, [*names, *sorted({b for b in bases.values() if b and b not in names})])
     native = {term: session.capture("native", variant=Variant(term)) for term in session.terms}
     floor = native_floor(session, native)
     report: dict[str, Any] = {
@@ -472,9 +483,16 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
         "native_floor": floor,
         "executors": {},
     }
+    estimators: dict[str, Capture] = {}
     for name in names[1:]:
         captures = {term: session.capture(name, variant=Variant(term)) for term in session.terms}
-        report["executors"][name] = judge(session, name, captures, native, floor, bf16)
+        report["executors"][name] = result = judge(session, name, captures, native, floor, bf16)
+        base = bases.get(name)
+        if base is not None:
+            if base not in estimators:
+                estimators[base] = session.capture(base)
+            result[f"against_{base}"] = same_estimator(session, captures["total"], estimators[base], floor)
+            result["verdict"] = worst([result["verdict"], result[f"against_{base}"]["verdict"]])
     session.dist.barrier()
     session.dist.close()
     return report

@@ -46,6 +46,8 @@ EXECUTORS = {
     "lean_retain": {"name": "lean_retain"},
     "lean_reweight": {"name": "lean_reweight", "kl": "extra_vjp"},
     "jagg": {"name": "jagg", "group_width": 2},
+    "jagg_retain": {"name": "jagg_retain", "group_width": 2},
+    "jagg_reweight": {"name": "jagg_reweight", "group_width": 2, "kl": "extra_vjp"},
 }
 ALGORITHMS = {
     "flow_grpo+kl": {"kl_beta": 0.04},
@@ -53,7 +55,8 @@ ALGORITHMS = {
     "flash_grpo": {"name": "flash_grpo", "candidate_steps": 3},
 }
 
-REFUSED = {("jagg", "flash_grpo")}  # the spec's refusal: JAGG aggregates groups of steps, Flash-GRPO trains one
+# The spec's refusal: JAGG (alone or composed) aggregates groups of steps, Flash-GRPO trains one.
+REFUSED = {(name, "flash_grpo") for name in ("jagg", "jagg_retain", "jagg_reweight")}
 
 
 class OneDevicePerOp(TorchDispatchMode):

@@ -61,6 +61,9 @@ class Executor(ABC):
     # The exactness class against native (executors.md §1): "E0" bitwise where the summation order is
     # native's, "E1" equal up to floating-point reassociation, "A" a different gradient estimator.
     exactness_class: ClassVar[str] = "E1"
+    # A composed executor's estimator is another executor's (jagg_retain's is jagg's): the audit compares the two
+    # too, and they must agree up to summation order (the E1 bound).
+    estimator_of: ClassVar[str | None] = None
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()

@@ -6,7 +6,10 @@ same step math), so a graph kept from it is the graph native's re-forward would 
 and others do not (DanceGRPO's and Flash-GRPO's per-sample steps), the step runs as two forwards, the
 training rows with grad and the others without, so the backward later touches exactly the rows
 native's re-forwards do. When every row trains at the same steps (Flow-GRPO) the batch shape is the
-rollout's own. The next latent is always detached, so graphs never chain across steps. In replay mode
+rollout's own. A caller that needs the graphs of some trained (row, step) pairs only (JAGG's composed executors:
+a routed group's interior steps need only their velocity) passes ``graphs``; the trained rows without one are
+forwarded without grad as a third partial batch and handed over too, with ``kept`` False. The next latent is
+always detached, so graphs never chain across steps. In replay mode
 (``job.replay``) the stored x_{i+1} is passed as ``x_next`` instead of drawing noise, and the stored
 log-probs are the old ones (docs/executors.md §4).
 """
@@ -36,6 +39,8 @@ class TrainedForward:
     rows: list[int]  # positions, in the rows rolled out together, of the forward's rows
     out: StepOutput  # log_prob [len(rows)] and mean carry the graph
     reference_mean: torch.Tensor | None  # no-grad μ_ref when kl_beta > 0
+    x: torch.Tensor  # the step's input latents of these rows (detached)
+    kept: bool = True  # whether ``out`` carries the graph
 
 
 def reference_mean(
@@ -52,9 +57,15 @@ def reference_mean(
 
 
 def rollout_with_graphs(
-    job: TrainingJob, batch: SampleBatch, plan: StepPlan, rows: list[int], on_trained: Callable[[TrainedForward], None]
+    job: TrainingJob,
+    batch: SampleBatch,
+    plan: StepPlan,
+    rows: list[int],
+    on_trained: Callable[[TrainedForward], None],
+    graphs: torch.Tensor | None = None,
 ) -> Trajectory:
-    """Roll out ``rows`` of the batch together; hand each trained step's forward to ``on_trained``."""
+    """Roll out ``rows`` of the batch together; hand each trained step's forward to ``on_trained``. ``graphs``
+    ([len(rows), steps] bool, on the host): the trained (row, step) pairs forwarded with grad (default: all)."""
     family, algorithm, device = job.family, job.algorithm, job.dist.device
     selected = torch.tensor(rows, dtype=torch.long)
     on_device = selected.to(device)
@@ -78,9 +89,14 @@ def rollout_with_graphs(
             latents.extend([x] * (algorithm.steps - i))
             break
         training = (trained == i).any(dim=1)
-        split = [[r for r in everyone if bool(training[r])], [r for r in everyone if not training[r]]]
+        kept = training if graphs is None else training & graphs[:, i]
+        split = [
+            [r for r in everyone if bool(kept[r])],
+            [r for r in everyone if bool(training[r]) and not kept[r]],
+            [r for r in everyone if not training[r]],
+        ]
         x_next = torch.empty_like(x)
-        for part, with_grad in zip(split, (True, False), strict=True):
+        for part, with_grad, handed in zip(split, (True, False, False), (True, True, False), strict=True):
             if not part:
                 continue
             index = torch.tensor(part, dtype=torch.long, device=device)
@@ -94,12 +110,12 @@ def rollout_with_graphs(
             x_next[index] = step_next.detach()
             if tail is not None and i == tail.start - 1:
                 estimate[index] = OdeTail.estimate(x[index], out.velocity.detach(), float(tail.sigmas[0]))
-            if with_grad:
+            if handed:
                 reference = None
                 if job.spec.algorithm.kl_beta > 0:
                     steps = job.denoiser.grid.index(i, len(part))
                     reference = reference_mean(job, x[index], steps, part_cond, part_uncond, x_next[index])
-                on_trained(TrainedForward(i, part, out, reference))
+                on_trained(TrainedForward(i, part, out, reference, x[index], with_grad))
         x = x_next
         latents.append(x)
     stacked = torch.stack(latents, dim=1)

@@ -21,10 +21,10 @@ import torch
 from trainer.algorithms.base import StepPlan
 from trainer.executors.base import Executor, StepResult
 from trainer.executors.gradient_cosine import gradient_cosine
+from trainer.executors.jagg_groups import velocity_terms
 from trainer.executors.step_report import StepReport
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
-from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.sampling.sde_step import sde_step
 from trainer.spec import JaggOptions
@@ -157,18 +157,13 @@ class JaggExecutor(Executor):
         plan: StepPlan,
     ) -> StepTerms:
         """Native's per-step loss (clipped surrogate + β·KL) as a function of the velocity alone."""
-        job, spec = self.job, self.job.spec.algorithm
-        algorithm, grid = job.algorithm, job.denoiser.grid
-        out = sde_step(proxy, x, index, grid, x_next)
-        old = trajectory.log_probs[torch.arange(x.shape[0], device=grid.device), index]
-        weights = None if plan.weights is None else plan.weights.to(x.device)
-        terms = clipped_policy_loss(out.log_prob, old, advantages, spec.clip_range, weights)
-        kl = None
-        if spec.kl_beta > 0:
+        job, grid = self.job, self.job.denoiser.grid
+        reference = None
+        if job.spec.algorithm.kl_beta > 0:
             with torch.no_grad():
-                reference = sde_step(job.reference_velocity(x, index, trajectory), x, index, grid, x_next)
-            kl = reference_kl(out.mean, reference.mean, algorithm.kl_std(out))
-        return StepTerms.of(out.log_prob, old, terms, kl, spec.kl_beta)
+                reference = sde_step(job.reference_velocity(x, index, trajectory), x, index, grid, x_next).mean
+        old = trajectory.log_probs[torch.arange(x.shape[0], device=grid.device), index]
+        return velocity_terms(job, proxy, x, x_next, index, old, advantages, plan, reference)
 
     def probe_cosine(
         self,

@@ -37,6 +37,7 @@ from trainer.layout import SampleBatch
 from trainer.loss import clipped_policy_loss, reference_kl
 from trainer.rollout import Trajectory
 from trainer.spec import LeanRetainOptions, SpecError, default_options, retained_graph_bound
+from trainer.spec.job import guards
 from trainer.timing import device_seconds
 
 
@@ -72,8 +73,8 @@ class LeanRetainExecutor(Executor):
         if bound <= fitting.graphs_that_fit():
             return
         if self.options.on_memory_guard == "fail":
-            advice = "raise it, or set executor.on_memory_guard to 'native' or 'lean_reweight'"
-            message = f"{fitting.sentence(bound)}; {advice}"
+            advice = f"raise it, or set executor.on_memory_guard to {guards(self.options)}"
+            message = f"{fitting.sentence(bound, self.name)}; {advice}"
             raise SpecError("resources.memory_budget", message)
         self.fallback = self.guard_schedule()
 
@@ -91,13 +92,21 @@ class LeanRetainExecutor(Executor):
             result = self.fallback.train_step(batch)
             result.metrics["executor/memory_guard_fallback"] = 1.0
             return result
+        return self.retained_step(batch)
+
+    def retained_step(self, batch: SampleBatch) -> StepResult:
+        """One step from the rollout's kept graphs (the memory guard let it run)."""
         job = self.job
         started = device_seconds(job.dist.device)
         report = StepReport(job.collectives)
         plan = job.plan(batch)
-        graphs: dict[int, TrainedForward] = {}
-        rows = len(batch.prompts)
-        trajectory = rollout_with_graphs(job, batch, plan, list(range(rows)), lambda f: graphs.__setitem__(f.step, f))
+        forwards: dict[int, list[TrainedForward]] = {}
+        rows = list(range(len(batch.prompts)))
+        keep = self.graph_mask(plan)
+        trajectory = rollout_with_graphs(
+            job, batch, plan, rows, lambda f: forwards.setdefault(f.step, []).append(f), keep
+        )
+        graphs = {step: f for step, parts in forwards.items() for f in parts if f.kept}
         retained = sum(len(forward.rows) for forward in graphs.values())
         self.kept = retained
         job.memory.mark_retained()
@@ -106,15 +115,9 @@ class LeanRetainExecutor(Executor):
         advantages, stats, rewards = job.advantages(scores, batch)
         scored = device_seconds(job.dist.device)
 
-        trained = plan.trained.shape[1]
         with job.deferred_reduction():  # one reduction per optimizer step, also under FSDP
-            for positions in backward_groups(plan):
-                losses = []
-                for position in positions:
-                    terms = self.step_terms(graphs, plan.trained[:, position].tolist(), trajectory, plan, advantages)
-                    losses.append(terms.loss / trained)
-                    report.add(terms)
-                sum(losses).backward()  # type: ignore[union-attr]
+            extra = self.backward_kept(forwards, graphs, plan, trajectory, advantages, report)
+        forwards.clear()
         graphs.clear()
         synced = device_seconds(job.dist.device)
         job.synchronize_gradients()
@@ -130,41 +133,69 @@ class LeanRetainExecutor(Executor):
             "sync": sync_seconds,
         }
         syncs = int(job.dist.world_size > 1) * job.spec.algorithm.inner_epochs
-        executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": syncs}
+        executor = {"retained_graphs": retained, "buffer_bytes": 0, "sync_count": syncs, **extra}
         return StepResult(report.metrics(times, executor), trajectory, scores, stats, rewards)
 
-    def step_terms(
+    def graph_mask(self, plan: StepPlan) -> torch.Tensor | None:
+        """The trained (row, step) pairs whose rollout forward keeps its graph: all of them (None)."""
+        return None
+
+    def backward_kept(
         self,
+        forwards: dict[int, list[TrainedForward]],
         graphs: dict[int, TrainedForward],
-        steps: list[int],
-        trajectory: Trajectory,
         plan: StepPlan,
+        trajectory: Trajectory,
         advantages: torch.Tensor,
-    ) -> StepTerms:
-        """Native's loss at one training position, from the kept graphs instead of a re-forward."""
-        spec, algorithm, device = self.job.spec.algorithm, self.job.algorithm, self.job.dist.device
-        rows = torch.arange(len(steps), device=device)
-        kept = [(graphs[s], graphs[s].rows.index(r)) for r, s in enumerate(steps)]
-        if len(set(steps)) == 1 and kept[0][0].rows == list(range(len(steps))):  # one graph holds the position
-            forward = kept[0][0]
-            log_prob, mean, kl_std, reference = (
-                forward.out.log_prob,
-                forward.out.mean,
-                algorithm.kl_std(forward.out),
-                forward.reference_mean,
-            )
-        else:  # per-row steps (DanceGRPO, Flash-GRPO): each row from the graph of its own step
-            log_prob = torch.stack([f.out.log_prob[n] for f, n in kept])
-            mean = torch.stack([f.out.mean[n] for f, n in kept])
-            kl_std = torch.stack([algorithm.kl_std(f.out)[n] for f, n in kept])
-            reference = None
-            if spec.kl_beta > 0:
-                reference = torch.stack([f.reference_mean[n] for f, n in kept])  # type: ignore[index]
-        old = trajectory.log_probs[rows, torch.tensor(steps, device=device)]
-        weights = None if plan.weights is None else plan.weights.to(old.device)
-        terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
-        kl = reference_kl(mean, reference, kl_std) if spec.kl_beta > 0 else None  # type: ignore[arg-type]
-        return StepTerms.of(log_prob, old, terms, kl, spec.kl_beta)
+        report: StepReport,
+    ) -> dict[str, float]:
+        """Backward every kept graph once, native's loss per training position in native's order; the
+        executor's own metrics (none here)."""
+        trained = plan.trained.shape[1]
+        for positions in backward_groups(plan):
+            losses = []
+            for position in positions:
+                steps = plan.trained[:, position].tolist()
+                terms = retained_terms(self.job, graphs, steps, trajectory, plan, advantages)
+                losses.append(terms.loss / trained)
+                report.add(terms)
+            sum(losses).backward()  # type: ignore[union-attr]
+        return {}
+
+
+def retained_terms(
+    job: TrainingJob,
+    graphs: dict[int, TrainedForward],
+    steps: list[int],
+    trajectory: Trajectory,
+    plan: StepPlan,
+    advantages: torch.Tensor,
+) -> StepTerms:
+    """Native's loss at one training position (row r at step ``steps[r]``), from the kept graphs instead of a
+    re-forward."""
+    spec, algorithm, device = job.spec.algorithm, job.algorithm, job.dist.device
+    rows = torch.arange(len(steps), device=device)
+    kept = [(graphs[s], graphs[s].rows.index(r)) for r, s in enumerate(steps)]
+    if len(set(steps)) == 1 and kept[0][0].rows == list(range(len(steps))):  # one graph holds the position
+        forward = kept[0][0]
+        log_prob, mean, kl_std, reference = (
+            forward.out.log_prob,
+            forward.out.mean,
+            algorithm.kl_std(forward.out),
+            forward.reference_mean,
+        )
+    else:  # per-row steps (DanceGRPO, Flash-GRPO): each row from the graph of its own step
+        log_prob = torch.stack([f.out.log_prob[n] for f, n in kept])
+        mean = torch.stack([f.out.mean[n] for f, n in kept])
+        kl_std = torch.stack([algorithm.kl_std(f.out)[n] for f, n in kept])
+        reference = None
+        if spec.kl_beta > 0:
+            reference = torch.stack([f.reference_mean[n] for f, n in kept])  # type: ignore[index]
+    old = trajectory.log_probs[rows, torch.tensor(steps, device=device)]
+    weights = None if plan.weights is None else plan.weights.to(old.device)
+    terms = clipped_policy_loss(log_prob, old, advantages, spec.clip_range, weights)
+    kl = reference_kl(mean, reference, kl_std) if spec.kl_beta > 0 else None  # type: ignore[arg-type]
+    return StepTerms.of(log_prob, old, terms, kl, spec.kl_beta)
 
 
 def backward_groups(plan: StepPlan) -> list[list[int]]:

@@ -24,6 +24,7 @@ with inner_epochs > 1 the later updates re-forward as native does (executors/rec
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import ExitStack
 
 import torch
@@ -106,11 +107,7 @@ class LeanReweightExecutor(Executor):
 
         def provisional(forward: TrainedForward) -> None:
             began = device_seconds(job.dist.device)
-            if kl_buffer is not None:
-                kl = reference_kl(forward.out.mean, forward.reference_mean, job.algorithm.kl_std(forward.out))  # type: ignore[arg-type]
-                kls.append(kl.detach())
-                kl_buffer.backward(spec.kl_beta * kl * scale)
-            (-forward.out.log_prob.sum()).backward()
+            self.provisional_backward(forward, kl_buffer, scale, kls)
             clock["train"] += device_seconds(job.dist.device) - began
 
         accumulator: list[torch.Tensor] | None = None
@@ -124,7 +121,7 @@ class LeanReweightExecutor(Executor):
             for row in group_rows:
                 began = device_seconds(job.dist.device)
                 train_before = clock["train"]
-                pieces[row] = rollout_with_graphs(job, batch, plan, [row], provisional)
+                pieces[row] = self.sample_rollout(batch, plan, row, provisional)
                 scored = device_seconds(job.dist.device)
                 clock["rollout"] += scored - began - (clock["train"] - train_before)
                 rewards_local[row], parts[row] = self.score(pieces[row], batch, row)
@@ -218,6 +215,23 @@ class LeanReweightExecutor(Executor):
             "native_fallback": fallback,
         }
         return StepResult(report.metrics(clock, executor), trajectory, scores, stats, gathered_rewards)
+
+    def sample_rollout(
+        self, batch: SampleBatch, plan: StepPlan, row: int, provisional: Callable[[TrainedForward], None]
+    ) -> Trajectory:
+        """Sample ``row`` rolled out alone, each trained step's with-grad forward handed to ``provisional``."""
+        return rollout_with_graphs(self.job, batch, plan, [row], provisional)
+
+    def provisional_backward(
+        self, forward: TrainedForward, kl_buffer: KlBuffer | None, scale: float, kls: list[torch.Tensor]
+    ) -> None:
+        """One trained step's provisional backward: −ℓ (unit advantage) into ``.grad``, β·KL·scale (when there is a
+        KL) into its unscaled buffer first, keeping the graph for the former."""
+        if kl_buffer is not None:
+            kl = reference_kl(forward.out.mean, forward.reference_mean, self.job.algorithm.kl_std(forward.out))  # type: ignore[arg-type]
+            kls.append(kl.detach())
+            kl_buffer.backward(self.job.spec.algorithm.kl_beta * kl * scale)
+        (-forward.out.log_prob.sum()).backward()
 
     def score(self, piece: Trajectory, batch: SampleBatch, row: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The sample's reward ([1], where it was scored) as soon as it is decoded (R4 folds it in before the next

@@ -5,6 +5,8 @@ from __future__ import annotations
 from trainer.executors.base import Executor
 from trainer.executors.digenrl import DigenrlExecutor
 from trainer.executors.jagg import JaggExecutor
+from trainer.executors.jagg_retain import JaggRetainExecutor
+from trainer.executors.jagg_reweight import JaggReweightExecutor
 from trainer.executors.lean_retain import LeanRetainExecutor
 from trainer.executors.lean_reweight import LeanReweightExecutor
 from trainer.executors.native import NativeExecutor
@@ -12,7 +14,16 @@ from trainer.job import TrainingJob
 from trainer.spec import ExecutorOptions
 
 EXECUTOR_CLASSES: dict[str, type[Executor]] = {
-    cls.name: cls for cls in (NativeExecutor, LeanRetainExecutor, LeanReweightExecutor, JaggExecutor, DigenrlExecutor)
+    cls.name: cls
+    for cls in (
+        NativeExecutor,
+        LeanRetainExecutor,
+        LeanReweightExecutor,
+        JaggExecutor,
+        JaggRetainExecutor,
+        JaggReweightExecutor,
+        DigenrlExecutor,
+    )
 }
 
 

@@ -1,4 +1,5 @@
-"""lean_retain's default ``max_retained_graphs`` under ``resources.memory_budget`` (docs/memory-and-timing.md).
+"""lean_retain's (and jagg_retain's) default ``max_retained_graphs`` under ``resources.memory_budget``
+(docs/memory-and-timing.md).
 
 The rule: the most sample-step graphs whose retained bytes fit what the budget leaves beside the rest of the step,
 ``(budget − (peak − retained bytes)) // bytes per graph``, from the first measured step (trainer/step_memory.py:
@@ -34,9 +35,9 @@ class RetainedGraphBudget:
             return 0
         return int(room // self.per_graph)
 
-    def sentence(self, wanted: int) -> str:
+    def sentence(self, wanted: int, executor: str) -> str:
         return (
-            f"lean_retain keeps {wanted} sample-step graphs of {self.per_graph / 2**20:.2f} MiB each (measured on the "
+            f"{executor} keeps {wanted} sample-step graphs of {self.per_graph / 2**20:.2f} MiB each (measured on the "
             f"first step); the {self.budget / 2**20:.1f} MiB budget leaves room for {self.graphs_that_fit()} beside "
             f"the step's other {(self.peak - self.retained_bytes) / 2**20:.1f} MiB"
         )

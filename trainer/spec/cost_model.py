@@ -12,6 +12,9 @@ latents:
 - lean_retain     (T−K)·F(n) + D(n) + K·(F_g + B)(n) + KL + (E−1)·native's update
 - lean_reweight   n·[(T−K)·F(1) + K·(F_g + B)(1) + D(1)] + KL + (E−1)·native's update   (one sample at a time)
 - jagg            T·F(n) + D(n) + E·[n_J·(2F_g + (W−2)F + 2B)(n) + (K − n_J·W)·(F_g + B)(n) + KL]
+- jagg_retain     lean_retain's with K_b = K − n_J·(W−2) in place of K: (T−K_b)·F(n) + D(n) + K_b·(F_g + B)(n) + KL
+                  + (E−1)·native's update (a routed group's interior steps are rollout forwards without grad)
+- jagg_reweight   lean_reweight's with K_b in place of K: n·[(T−K_b)·F(1) + K_b·(F_g + B)(1) + D(1)] + KL + (E−1)·…
 - digenrl         max(g, h) + min(g, h)/P, g = ⌈groups/R⌉·(T·F(G) + D(G)) + t_fix,
                   h = ⌈units/trainers⌉·⌈K/tsb⌉·(F_g + B)(tsb)
 
@@ -33,7 +36,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.spec import DigenrlOptions, ExecutorOptions, JaggOptions, JobSpec, NativeOptions, stored_spec
+from trainer.spec import (
+    DigenrlOptions,
+    ExecutorOptions,
+    JaggOptions,
+    JobSpec,
+    LeanRetainOptions,
+    LeanReweightOptions,
+    NativeOptions,
+    stored_spec,
+)
 
 
 @dataclass(frozen=True)
@@ -64,11 +76,14 @@ def step_cost(spec: JobSpec, options: ExecutorOptions, costs: Costs, rows: int, 
     name = options.name
     if name == "native":
         return steps * batch.forward + batch.decode + epochs * update + fixed
-    if name == "lean_retain":
-        return (steps - trained) * batch.forward + batch.decode + update + (epochs - 1) * update + fixed
-    if name == "lean_reweight":
+    # The rollout's trained steps with a graph, per sample: K under Lean, K_b under JAGG composed with it.
+    kept = options.backward_passes(trained) if isinstance(options, JaggOptions) else trained
+    if isinstance(options, LeanRetainOptions):  # lean_retain, jagg_retain
+        first = kept * batch.exact + reference  # the update from the kept graphs
+        return (steps - kept) * batch.forward + batch.decode + first + (epochs - 1) * update + fixed
+    if isinstance(options, LeanReweightOptions):  # lean_reweight, jagg_reweight
         one = costs(1)
-        rollouts = rows * ((steps - trained) * one.forward + trained * one.exact + one.decode)
+        rollouts = rows * ((steps - kept) * one.forward + kept * one.exact + one.decode)
         return rollouts + reference + (epochs - 1) * update + fixed
     if isinstance(options, JaggOptions):
         routed, width = options.routed_groups(trained), options.group_width

@@ -100,6 +100,23 @@ class JaggOptions(ExecutorSection):
         return trained - self.routed_groups(trained) * (self.group_width - 2)
 
 
+class JaggRetainOptions(JaggOptions, LeanRetainOptions):
+    """JAGG on Lean-Retain: the rollout keeps the graphs JAGG backwards (each routed group's two ends, every
+    unrouted step), the interior steps' upstream gradients come from the rollout's velocities."""
+
+    name: Literal["jagg_retain"] = "jagg_retain"  # type: ignore[assignment]
+    on_memory_guard: Literal["fail", "jagg", "jagg_reweight"] = Field(  # type: ignore[assignment]
+        "fail", description="over max_retained_graphs, refuse the spec (fail) or run this schedule instead"
+    )
+
+
+class JaggReweightOptions(JaggOptions, LeanReweightOptions):
+    """JAGG on Lean-Reweight: each sample's routed groups take one provisional joint backward with the
+    unit-advantage upstream aggregates during its rollout, then the advantage scales it."""
+
+    name: Literal["jagg_reweight"] = "jagg_reweight"  # type: ignore[assignment]
+
+
 class DigenrlOptions(ExecutorSection):
     """A rollout pool and a trainer pool, pipelined group by group."""
 
@@ -115,7 +132,15 @@ class DigenrlOptions(ExecutorSection):
     trainer_assisted: bool = Field(False, description="the trainer generates when it would idle")
 
 
-ExecutorOptions = NativeOptions | LeanRetainOptions | LeanReweightOptions | JaggOptions | DigenrlOptions
+ExecutorOptions = (
+    NativeOptions
+    | LeanRetainOptions
+    | LeanReweightOptions
+    | JaggOptions
+    | JaggRetainOptions
+    | JaggReweightOptions
+    | DigenrlOptions
+)
 ExecutorSpec = Annotated[ExecutorOptions, Field(discriminator="name")]
 
 OPTION_MODELS: dict[str, type[ExecutorOptions]] = {

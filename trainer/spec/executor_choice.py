@@ -6,16 +6,22 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from trainer.spec.base import SpecError
-from trainer.spec.executor import DigenrlOptions, ExecutorOptions, default_options
+from trainer.spec.executor import DigenrlOptions, ExecutorOptions, JaggOptions, default_options
 from trainer.spec.job import JobSpec, spec_errors, with_executor
+
+# JAGG's routing: jagg and the executors composed with it route a spec alike, so their gradients compare.
+JAGG_ROUTING = ("group_width", "jagg_frac", "cosine_warn")
 
 
 def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
     """The options ``name`` runs with on ``spec``: the spec's own for its executor, the defaults for
     another (but the Lean executors share ``after_first_update``, so a hybrid spec audits each on the same
-    updates); digenrl on-policy (the audit compares exact gradients). Refused, naming the field, where
+    updates, and jagg and its compositions share the spec's routing, ``JAGG_ROUTING``); digenrl on-policy (the
+    audit compares exact gradients). Refused, naming the field, where
     that executor cannot run the spec; the spec itself is never changed."""
     options = spec.executor if name == spec.executor.name else default_options(name)
+    if options is not spec.executor and isinstance(options, JaggOptions) and isinstance(spec.executor, JaggOptions):
+        options = options.model_copy(update={key: getattr(spec.executor, key) for key in JAGG_ROUTING})
     hybrid = getattr(spec.executor, "after_first_update", None)
     if options is not spec.executor and hybrid is not None and "after_first_update" in type(options).model_fields:
         options = options.model_copy(update={"after_first_update": hybrid})

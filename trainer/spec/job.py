@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -151,19 +151,27 @@ class JobSpec(Section):
             if bound > executor.max_retained_graphs and executor.on_memory_guard == "fail":
                 problems.add(
                     "executor.max_retained_graphs",
-                    f"lean_retain would keep up to {bound} sample-step graphs per rank (local samples × trained "
-                    f"steps), over {executor.max_retained_graphs}; raise it, or set executor.on_memory_guard "
-                    "to 'native' or 'lean_reweight'",
+                    f"{executor.name} would keep up to {bound} sample-step graphs per rank (local samples × "
+                    f"{retained_per_sample(self)} graphs each), over {executor.max_retained_graphs}; raise it, or set "
+                    f"executor.on_memory_guard to {guards(executor)}",
                 )
         if isinstance(executor, LeanReweightOptions):
             self._reweight_fits(executor, problems)
         if isinstance(executor, JaggOptions):
             trained: int = algo.train_timesteps  # type: ignore[assignment]
             if algo.name == "flash_grpo":
-                problems.add("executor.name", "jagg aggregates groups of trained steps; flash_grpo trains one")
+                message = f"{executor.name} aggregates groups of trained steps; flash_grpo trains one"
+                problems.add("executor.name", message)
             elif trained < executor.group_width:
                 message = f"must be at most the trained steps per sample ({trained}): no full group otherwise"
                 problems.add("executor.group_width", message)
+            if executor.name != "jagg" and executor.probe_every is not None:
+                message = (
+                    f"{executor.name} keeps no graph for a routed group's interior steps, so it has no exact group "
+                    "gradient to probe: leave it out, and audit the step instead (executor.audit_first_step), or probe "
+                    "under jagg, whose gradient is the same"
+                )
+                problems.add("executor.probe_every", message)
         if self.resources.pools is not None:
             self._pools_fit_digenrl(problems)
         if isinstance(executor, DigenrlOptions):
@@ -237,12 +245,25 @@ class JobSpec(Section):
 
 
 def retained_graph_bound(spec: JobSpec) -> int:
-    """Sample-step graphs lean_retain keeps per rank until the rewards arrive: each local sample keeps
-    one per step it trains (only rows that train at a step forward it with grad)."""
+    """Sample-step graphs lean_retain (or jagg_retain) keeps per rank until the rewards arrive: each local sample
+    keeps ``retained_per_sample`` (only rows that keep a graph at a step forward it with grad)."""
     algo = spec.algorithm
     local = algo.prompts_per_step * algo.group_size // spec.world_size
-    trained: int = algo.train_timesteps  # type: ignore[assignment]
-    return local * trained
+    return local * retained_per_sample(spec)
+
+
+def retained_per_sample(spec: JobSpec) -> int:
+    """Graphs one sample keeps: one per trained step under lean_retain; under jagg_retain only the two ends of
+    each routed group and every unrouted step, K_b (its backward passes)."""
+    trained: int = spec.algorithm.train_timesteps  # type: ignore[assignment]
+    executor = spec.executor
+    return executor.backward_passes(trained) if isinstance(executor, JaggOptions) else trained
+
+
+def guards(executor: LeanRetainOptions) -> str:
+    """The fallback schedules ``executor.on_memory_guard`` allows, for a message."""
+    allowed = get_args(type(executor).model_fields["on_memory_guard"].annotation)
+    return " or ".join(repr(name) for name in allowed if name != "fail")
 
 
 def parse_spec(

@@ -74,13 +74,20 @@ def _resolve(prop: dict[str, Any]) -> dict[str, Any]:
 
 def _merged(union: dict[str, Any]) -> dict[str, Any]:
     """One section of fields from a union told apart by ``name`` (the executor's options models): the name
-    as a choice of every variant, then each variant's options (shown for their own choice only)."""
+    as a choice of every variant, then each variant's options (shown for their own choice only). An option whose
+    choices differ between variants (``on_memory_guard``: lean_retain's and jagg_retain's fallbacks) offers them
+    all; the spec refuses, naming the field, one its executor does not take."""
     variants = [_resolve(branch) for branch in union["oneOf"]]
     names = [variant["properties"]["name"]["const"] for variant in variants]
     properties: dict[str, Any] = {"name": {"title": "Name", "enum": names, "default": names[0]}}
     for variant in variants:
         for name, prop in variant["properties"].items():
-            properties.setdefault(name, prop)
+            known = properties.setdefault(name, prop)
+            if known is not prop and "enum" in known and "enum" in prop:
+                properties[name] = {
+                    **known,
+                    "enum": [*known["enum"], *(e for e in prop["enum"] if e not in known["enum"])],
+                }
     return {"properties": properties}
 
 
