@@ -96,7 +96,7 @@ class JaggRetainExecutor(LeanRetainExecutor):
             tensors.append(torch.stack(losses).sum())
             cotangents.append(torch.ones((), device=job.dist.device))
         torch.autograd.backward(tensors, cotangents)
-        return {"routed_groups": float(self.routed), "backward_passes": 1.0}
+        return {"routed_groups": float(self.routed)}
 
     def group_upstream(
         self,
