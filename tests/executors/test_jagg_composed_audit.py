@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.executors.conftest import audit_spec
+from tests.executors.conftest import audit_spec, torchrun
 from trainer.audit import audit
 
 COMPOSED = ["jagg_retain", "jagg_reweight"]
@@ -81,3 +81,21 @@ def test_a_composed_executor_is_reported_as_class_a_against_native_as_jagg_is(
     assert composed["routed_groups"] == jagg["routed_groups"] >= 1
     assert composed["cosine"] == pytest.approx(jagg["cosine"], abs=1e-6)
     assert composed["rel_l2"] == pytest.approx(jagg["rel_l2"], rel=1e-3, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_on_two_gloo_ranks_each_composed_executor_is_jagg_s_gradient_up_to_summation_order(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """Lean's shared-prompt layout and one reduction per step against jagg's sharded rows and its own reduction."""
+    spec = audit_spec(
+        algorithm={"sampling_steps": 6}, executor={"name": "jagg_retain", **ROUTING}, resources={"devices": 2}
+    )
+    result = torchrun(tmp_path, sfumato_home, spec, "audit", "--executors", ",".join(["jagg", *COMPOSED]))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert report["world_size"] == 2 and report["layout"] == "shared"
+    print("two-ranks", json.dumps(summary(report)))
+    for name in COMPOSED:
+        against = report["executors"][name]["against_jagg"]
+        assert against["verdict"] == "pass" and against["rel_l2"] <= against["bound"], name
