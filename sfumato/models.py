@@ -25,6 +25,18 @@ class JobEvent(_Model):
     created_at: datetime
 
 
+class AuditedCosine(_Model):
+    """A class-A job's gradient cosine against native's for its spec, as the server defines it; `text` is what
+    every face prints ('cosine 0.9950 (first-step audit)', 'audit failed (…)', 'not audited')."""
+
+    source: str
+    cosine: float | None = None
+    rel_l2: float | None = None
+    failed: bool = False
+    advice_id: int | None = None
+    text: str
+
+
 class Job(_Model):
     """A job as listed; `spec`, `events` and `allocations` are filled by `Client.job`."""
 
@@ -57,6 +69,7 @@ class Job(_Model):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     duration_s: float | None = None  # the time its trainer ran (services.job_duration on the server)
+    audited_cosine: AuditedCosine | None = None  # `Client.job`'s: a class-A executor's audited cosine; null: exact
     spec: dict[str, Any] | None = None
     events: list[JobEvent] | None = None
 
@@ -161,6 +174,7 @@ class ComparedJob(_Model):
     speedup: float | None = None
     bound: float | None = None
     of_bound: float | None = None
+    audited_cosine: AuditedCosine | None = None  # null for an exact executor
     peak_memory_bytes: float | None = None
     final_reward: float | None = None
     best_reward: float | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from server.schemas.audited_cosine import AuditedCosine
 from server.schemas.common import FiniteOrNone, UtcDatetime
 
 
@@ -35,6 +36,9 @@ class CompareRow(BaseModel):
     speedup: FiniteOrNone = Field(description="samples/s over the reference job's (native_job_id); null without one")
     bound: FiniteOrNone = Field(description="analytical speedup over native on this job's spec")
     of_bound: FiniteOrNone = Field(description="speedup / bound")
+    audited_cosine: AuditedCosine | None = Field(
+        None, description="see definitions.audited_cosine; null for an exact executor"
+    )
     peak_memory_bytes: FiniteOrNone
     final_reward: FiniteOrNone
     best_reward: FiniteOrNone
@@ -63,6 +67,7 @@ class Definitions(BaseModel):
     warmup_steps: int = Field(description="steps left out at the start of each attempt")
     speedup: str
     bound: str
+    audited_cosine: str
     duration_s: str
     time_to_reward: str
     reward_seconds: str

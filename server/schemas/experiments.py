@@ -72,6 +72,11 @@ class CellGroup(BaseModel):
         description="over the native group with the same other values, from the seeds run under both: the "
         "geometric mean of the per-seed ratios and its interval; null without such a group"
     )
+    audited_cosine: str | None = Field(
+        None,
+        description="a class-A executor's audited cosine over the group's seeds (services.audited_cosine); "
+        "null for an exact executor",
+    )
     peak_memory_bytes: Interval
     final_reward: Interval
     eval_reward: Interval
@@ -95,6 +100,9 @@ class Verdict(BaseModel):
     )
     speedup: Interval
     bound: FiniteOrNone = Field(description="the executor's analytical speedup over native on the group's spec")
+    audited_cosine: str | None = Field(
+        None, description="the group's audited cosine, as CellGroup.audited_cosine; in the text beside the speedup"
+    )
     given: bool = Field(description="whether a verdict is given; see `withheld` when not")
     withheld: str | None = Field(
         description="why no verdict is given: too few paired seeds, or 'above bound: timing suspect'"

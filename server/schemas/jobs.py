@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from server.schemas.audited_cosine import AuditedCosine
 from server.schemas.common import ReadModel, UtcDatetime
 from server.states import Reachability
 
@@ -99,6 +100,9 @@ class JobDetail(JobSummary):
     reward_reachability: list[RewardReachability] = Field(
         default_factory=list,
         description="whether each remote reward's server answered its health check (SFUMATO_REMOTE_REWARD_PROBE)",
+    )
+    audited_cosine: AuditedCosine | None = Field(
+        None, description="a class-A executor's gradient cosine against native's (services.audited_cosine); null: exact"
     )
 
 

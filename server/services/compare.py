@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Job
 from server.schemas.compare import CompareRow, Comparison, Definitions, RewardCurve, SharedHost, SpecDifference
-from server.services import job_duration, throughput, time_to_reward
+from server.services import audited_cosine, job_duration, throughput, time_to_reward
 from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
@@ -38,6 +38,7 @@ DEFINITIONS = Definitions(
     "the lowest id, whatever the order of the ids; null when the set has no native job and none is named",
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
+    audited_cosine=audited_cosine.DEFINITION,
     duration_s=job_duration.DEFINITION,
     time_to_reward=time_to_reward.DEFINITION,
     reward_seconds="a point's second is how long the job's trainer had run when it reported the point (the "
@@ -94,9 +95,13 @@ def compare(
     intervals = job_duration.intervals_of_jobs(session, ids)
     durations = job_duration.durations_of(intervals)
     figures = key_figures_of_jobs(session, ids, [REWARD_KEY, MEMORY_KEY], currents)
-    finals = latest_points_of_pairs(session, [(i, REWARD_KEY) for i in ids], currents)
+    targets = [audited_cosine.AuditTarget(job.id, job.executor, job.advice_id) for job in jobs]
+    finals = latest_points_of_pairs(
+        session, [(i, REWARD_KEY) for i in ids] + audited_cosine.audit_pairs(targets), currents
+    )
     evals = eval_rewards_of_jobs(session, ids, currents)
     shared = shared_with(session, ids)
+    cosines = audited_cosine.audited_cosines(session, targets, finals)
     others = {s.job_id for rows in shared.values() for s in rows}
     visible_names = (
         dict(session.execute(scope_jobs(select(Job.id, Job.name).where(Job.id.in_(others)), caller)).all())
@@ -129,6 +134,7 @@ def compare(
                 speedup=speedup,
                 bound=bound,
                 of_bound=speedup / bound if speedup is not None and bound else None,
+                audited_cosine=cosines[job.id],
                 peak_memory_bytes=peak_memory_of(figure),
                 final_reward=final.value if final else None,
                 best_reward=figure[REWARD_KEY].maximum if REWARD_KEY in figure else None,

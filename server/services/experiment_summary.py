@@ -18,6 +18,7 @@ from server.models import Allocation, Device, Experiment, Job
 from server.schemas.compare import CompareRow
 from server.schemas.experiments import CellFlag, CellGroup, ExperimentCell, ExperimentSummary, Interval, Verdict
 from server.services import statistics
+from server.services.audited_cosine import group_words
 from server.services.auth import Caller
 from server.services.compare import DEFINITIONS, compare
 from server.services.current_points import current_points_of_jobs
@@ -145,9 +146,13 @@ def verdict(label: str, group: list[CellFigures], native: list[CellFigures]) -> 
     else:
         difference = sum(a - b for a, b in pairs) / len(pairs)
         reward_words = f"{name} differs by {difference:+.4g} (paired t-test, p = {p_value:.2g})"
+    audited = group_words([cell.row.audited_cosine for cell in group])
     return Verdict(
         label=label,
-        text=f"{label}: {_speed_words(speedup, withheld)}, {reward_words}",
+        text=f"{label}: {_speed_words(speedup, withheld)}"
+        + (f", gradient {audited}" if audited else "")
+        + f", {reward_words}",
+        audited_cosine=audited,
         speedup=speedup,
         bound=bound,
         given=withheld is None and speedup.mean is not None,
@@ -238,6 +243,7 @@ def summarize(
                 seeds=[m.seed for m in members],
                 samples_per_s=_positive([r.samples_per_s for r in rows]),
                 speedup=judged.speedup if judged else None,
+                audited_cosine=group_words([r.audited_cosine for r in rows]),
                 peak_memory_bytes=_positive([r.peak_memory_bytes for r in rows]),
                 final_reward=_reward([r.final_reward for r in rows], members[0].reward_range),
                 eval_reward=_reward([r.eval_reward for r in rows], members[0].reward_range),

@@ -18,10 +18,12 @@ from sqlalchemy.types import TypeEngine
 from server.models import JOB_STATES, Job
 from server.schemas.jobs import JobDetail, JobPage, JobSummary
 from server.services.attempt_counts import JobLimits, attempt_counts
+from server.services.audited_cosine import AuditTarget, audit_pairs, audited_cosines
 from server.services.auth import Caller
 from server.services.current_points import current_points_of_jobs
 from server.services.errors import FieldErrors, NotFound
 from server.services.job_duration import durations_s
+from server.services.metric_reads import latest_points_of_pairs
 from server.services.peak_memory import peak_memory_bytes
 from server.services.reward_reachability import job_reward_reachability
 from server.services.root_cause import root_cause
@@ -71,7 +73,11 @@ _LIST = _job_statement(
 _COUNT = text(f"SELECT count(*) FROM jobs j {_FILTERS}").bindparams(
     bindparam("team_ids", expanding=True), *_FILTER_PARAMS
 )
-_DETAIL = _job_statement(f"{_job_select('j.spec')} WHERE j.id = :job_id AND {VISIBLE_JOB}", spec=_JOB.spec.type)
+_DETAIL = _job_statement(
+    f"{_job_select('j.spec', 'j.advice_id')} WHERE j.id = :job_id AND {VISIBLE_JOB}",
+    spec=_JOB.spec.type,
+    advice_id=Integer,
+)
 _ALLOCATIONS = select_text(
     'SELECT a.attempt, h.name AS host, d."index" AS device_index, d.device_type, a.node_rank, a.released_at '
     "FROM allocations a JOIN devices d ON d.id = a.device_id JOIN hosts h ON h.id = a.host_id "
@@ -161,6 +167,9 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     job["peak_memory_bytes"] = peak_memory_bytes(session, [job_id], currents)[job_id]
     job["root_cause"] = root_cause(job["error"])
     job["reward_reachability"] = job_reward_reachability(session, job_id)
+    targets = [AuditTarget(job_id, job["executor"], job["advice_id"])]
+    audits = latest_points_of_pairs(session, audit_pairs(targets), currents)
+    job["audited_cosine"] = audited_cosines(session, targets, audits)[job_id]
     _add_attempt_figures(session, [job])
     return JobDetail.model_validate(job)
 

@@ -76,7 +76,7 @@ def _print_summary(experiment: Experiment) -> None:
             group["label"],
             str(len(group["job_ids"])),
             interval(group["samples_per_s"]),
-            interval(group.get("speedup"), 3),
+            interval(group.get("speedup"), 3) + (f"\n{group['audited_cosine']}" if group.get("audited_cosine") else ""),
             interval(group.get("peak_memory_bytes"), shown=size),
             interval(group["final_reward"]),
             interval(group["eval_reward"]),

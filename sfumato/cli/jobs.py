@@ -146,6 +146,7 @@ def show(job_id: Annotated[int, typer.Argument(help="job id")], as_json: JsonOpt
         "step": steps(job.step, job.total_steps),
         "reward": number(job.last_reward),
         "samples/s": number(job.samples_per_s, 3),
+        **({"audited cosine": job.audited_cosine.text} if job.audited_cosine else {}),
         "owner / team": f"{job.owner or '-'} / {job.team or '-'}",
         "created": when(job.created_at),
         "finished": when(job.finished_at),
@@ -212,10 +213,11 @@ def compare(
         print_json(answer.to_json())
         return
     table = Table(header_style="bold")
-    columns = ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "BOUND", "PEAK MEMORY",
-               "FINAL REWARD", "EVAL REWARD", "DURATION", "TIME TO R")  # fmt: skip
+    columns = ("JOB", "NAME", "EXECUTOR", "STATUS", "STEPS", "SAMPLES/S", "SPEEDUP", "AUDITED COSINE", "BOUND",
+               "PEAK MEMORY", "FINAL REWARD", "EVAL REWARD", "DURATION", "TIME TO R")  # fmt: skip
     for column in columns:
-        table.add_column(column, justify="left" if column in ("NAME", "EXECUTOR", "STATUS") else "right")
+        left = column in ("NAME", "EXECUTOR", "STATUS", "AUDITED COSINE")
+        table.add_column(column, justify="left" if left else "right")
     for row in answer.jobs:
         table.add_row(
             str(row.id),
@@ -225,6 +227,7 @@ def compare(
             str(row.steps),
             number(row.samples_per_s, 3),
             times(row.speedup),
+            row.audited_cosine.text if row.audited_cosine else "—",
             times(row.bound),
             size(row.peak_memory_bytes),
             number(row.final_reward, 3),

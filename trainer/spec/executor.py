@@ -24,6 +24,10 @@ TRAJECTORY_ONLY: tuple[Family, ...] = ("grpo",)
 class ExecutorSection(Section):
     """What every executor's options hold."""
 
+    # Class A (docs/executors.md §1): another gradient estimator than native's, so its speed is shown with its
+    # audited cosine. The trainer's executor declares the same class (a test holds the two together).
+    approximate: ClassVar[bool] = False
+
     audit_first_step: bool = Field(
         False,
         description="before the first step, audit this executor's gradient against native's on that step "
@@ -81,6 +85,7 @@ class JaggOptions(ExecutorSection):
 
     name: Literal["jagg"] = "jagg"
     families: ClassVar[tuple[Family, ...]] = TRAJECTORY_ONLY
+    approximate: ClassVar[bool] = True
     group_width: int = Field(4, ge=2, description="trained steps per routed group")
     jagg_frac: float = Field(0.6, ge=0, le=1, description="fraction of groups (high noise) aggregated")
     cosine_warn: float | None = Field(
