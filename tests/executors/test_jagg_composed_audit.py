@@ -99,3 +99,19 @@ def test_on_two_gloo_ranks_each_composed_executor_is_jagg_s_gradient_up_to_summa
     for name in COMPOSED:
         against = report["executors"][name]["against_jagg"]
         assert against["verdict"] == "pass" and against["rel_l2"] <= against["bound"], name
+
+
+def test_the_hybrid_schedule_takes_native_s_later_updates_after_the_composed_first(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """Two optimizer steps a rollout with ``after_first_update: native``: the composed executors take both, the first
+    still jagg's gradient."""
+    spec = audit_spec(
+        algorithm={"sampling_steps": 6, "inner_epochs": 2},
+        executor={"name": "jagg_reweight", "after_first_update": "native", **ROUTING},
+    )
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    executors = audit(path, ["jagg", *COMPOSED])["executors"]
+    for name in COMPOSED:
+        assert executors[name]["updates_taken"] == 2 and executors[name]["against_jagg"]["verdict"] == "pass", name
