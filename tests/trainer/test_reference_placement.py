@@ -23,8 +23,12 @@ from trainer.step_memory import StepMemory, measure_step
 KL = {"kl_beta": 0.04, "total_steps": 2}
 
 
-def kl_spec(executor: dict[str, Any], reference: str) -> JobSpec:
-    return parse_spec(audit_spec(executor=executor, model={"reference": reference}, algorithm=KL))
+def kl_spec(executor: dict[str, Any], reference: str, algorithm: str = "flow_grpo") -> JobSpec:
+    data = audit_spec(executor=executor, model={"reference": reference}, algorithm={"name": algorithm, **KL})
+    if algorithm != "flow_grpo":  # the forward family re-noises clean samples: no SDE step options
+        for option in ("noise_level", "clip_range"):
+            del data["algorithm"][option]
+    return parse_spec(data)
 
 
 def two_steps(spec: JobSpec) -> tuple[TrainingJob, list[dict[str, float]], StepMemory]:
@@ -40,14 +44,19 @@ def two_steps(spec: JobSpec) -> tuple[TrainingJob, list[dict[str, float]], StepM
     return job, metrics, memory
 
 
-@pytest.mark.parametrize("executor", [{"name": "native"}, {"name": "lean_retain"}], ids=["native", "lean_retain"])
+@pytest.mark.parametrize(
+    ("executor", "algorithm"),
+    [({"name": "native"}, "flow_grpo"), ({"name": "lean_retain"}, "flow_grpo"), ({"name": "native"}, "dgpo")],
+    ids=["native", "lean_retain", "dgpo"],
+)
 def test_a_host_reference_trains_bit_for_bit_as_a_device_reference(
-    sfumato_home: Path, tiny_model_dir: Path, executor: dict[str, Any]
+    sfumato_home: Path, tiny_model_dir: Path, executor: dict[str, Any], algorithm: str
 ) -> None:
     """Two steps: the second's KL is off the reference. lean_retain forwards the reference while its graphs are kept,
-    which saved the very parameters the swap writes into."""
-    on_device, device_metrics, _ = two_steps(kl_spec(executor, "device"))
-    on_host, host_metrics, _ = two_steps(kl_spec(executor, "cpu"))
+    which saved the very parameters the swap writes into; DGPO's loss reads the reference's conditional velocity
+    beside its old policy, swapped into the same parameters."""
+    on_device, device_metrics, _ = two_steps(kl_spec(executor, "device", algorithm))
+    on_host, host_metrics, _ = two_steps(kl_spec(executor, "cpu", algorithm))
     assert on_host.reference is None and on_host.host_reference is not None
     assert device_metrics[1]["kl"] > 0
     for key in ("kl", "loss", "grad_norm"):
