@@ -21,10 +21,13 @@ from server.services.scoping import team_for_submission
 from server.services.service_rewards import check_service_rewards
 from server.services.submission_limits import check_queue_room
 from trainer.spec import EXECUTOR_OPTIONS, JobSpec
+from trainer.spec.executor_choice import JAGG_ROUTING
 
 # digenrl needs its two pools in `resources`: a spec written for another executor has none.
 SIDE_BY_SIDE_EXECUTORS = tuple(name for name in EXECUTOR_OPTIONS if name != "digenrl")
 MAX_NAME = 200
+# jagg and the executors composed with it: each takes JAGG's routing options.
+JAGG_FAMILY = {name for name, options in EXECUTOR_OPTIONS.items() if set(JAGG_ROUTING) <= options}
 
 
 def side_by_side_name(name: str, source_executor: str, executor: str) -> str:
@@ -39,12 +42,15 @@ def side_by_side_name(name: str, source_executor: str, executor: str) -> str:
 
 
 def side_by_side_spec(spec: dict[str, Any], executor: str) -> dict[str, Any]:
-    """The spec under `executor` (with that executor's defaults: options differ per executor), exclusive."""
+    """The spec under `executor` (with that executor's defaults: options differ per executor, but jagg and its
+    compositions with Lean keep the source's routing, JAGG_ROUTING, so they run the same estimator), exclusive."""
     data = copy.deepcopy(spec)
     source = spec.get("executor")
     source_name = source.get("name", "native") if isinstance(source, dict) else str(source or "native")
     data["name"] = side_by_side_name(str(spec.get("name") or "job"), source_name, executor)
     data["executor"] = {"name": executor}
+    if isinstance(source, dict) and {source_name, executor} <= JAGG_FAMILY:
+        data["executor"] |= {key: source[key] for key in JAGG_ROUTING if source.get(key) is not None}
     data.setdefault("resources", {})["exclusive"] = True
     return data
 

@@ -27,3 +27,13 @@ def test_the_side_by_side_spec_is_named_after_its_source_and_holds_its_host() ->
     spec = side_by_side_spec({"name": "sweep/native,seed=2", "executor": {"name": "native"}}, "lean_retain")
     assert spec["name"] == "sweep/lean_retain,seed=2"
     assert spec["executor"] == {"name": "lean_retain"} and spec["resources"]["exclusive"] is True
+
+
+def test_jagg_and_its_compositions_side_by_side_keep_the_source_s_routing() -> None:
+    source = {"name": "run", "executor": {"name": "jagg", "group_width": 2, "jagg_frac": 1.0}}
+    assert side_by_side_spec(source, "jagg_retain")["executor"] == {
+        "name": "jagg_retain",
+        "group_width": 2,
+        "jagg_frac": 1.0,
+    }
+    assert side_by_side_spec(source, "native")["executor"] == {"name": "native"}
