@@ -4,9 +4,9 @@ DDP keeps a whole copy per rank and averages gradients in one coalesced all-redu
 (``TrainingJob.synchronize_gradients``): right for LoRA, whose adapter is small, and for small models.
 FSDP2 (``torch.distributed.fsdp.fully_shard``) splits weights, gradients and optimizer state over the
 ranks and reduce-scatters gradients during backward (native), or once per optimizer step after the Lean
-executors' backwards (``trainer/fsdp_gradients.py``): what full fine-tuning of a real model needs on
-CUDA. Checkpoints and the exported model are gathered back to ordinary full tensors: the export is a
-plain ``save_pretrained`` directory; a checkpoint resumes under the strategy that wrote it.
+executors', jagg's and its compositions' backwards (``trainer/fsdp_gradients.py``): what full fine-tuning of
+a real model needs on CUDA. Checkpoints and the exported model are gathered back to ordinary full tensors: the
+export is a plain ``save_pretrained`` directory; a checkpoint resumes under the strategy that wrote it.
 """
 
 from __future__ import annotations

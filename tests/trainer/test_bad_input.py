@@ -27,7 +27,7 @@ CUDA_PAIR = {"devices": 2, "device_type": "cuda"}
         ({"algorithm": {"sampling_steps": 6, "train_timesteps": 6}}, "algorithm.train_timesteps"),
         ({"model": {"sharding": "fsdp"}, "resources": CUDA_PAIR}, "model.sharding"),
         ({"model": {**FULL, "sharding": "fsdp"}}, "model.sharding"),
-        ({"model": {**FULL, "sharding": "fsdp"}, "resources": CUDA_PAIR, "executor": {"name": "jagg"}},
+        ({"model": {**FULL, "sharding": "fsdp"}, "resources": CUDA_PAIR, "executor": {"name": "digenrl"}},
          "model.sharding"),
         ({"algorithm": {"rollout_chunks": 2}, "executor": {"name": "jagg"}}, "algorithm.rollout_chunks"),
         ({"model": {"family": "sd3", "num_frames": 5}}, "model.num_frames"),
@@ -43,7 +43,7 @@ CUDA_PAIR = {"devices": 2, "device_type": "cuda"}
     ids=[
         "option-of-another-algorithm", "flash-option-for-flow-grpo", "missing-reward-path", "missing-model-path",
         "lora-rank-with-full", "train-timesteps-not-below-steps", "fsdp-with-lora", "fsdp-on-one-device",
-        "fsdp-with-jagg", "chunks-with-jagg", "frames-for-an-image-family", "frames-not-4k-plus-1",
+        "fsdp-with-digenrl", "chunks-with-jagg", "frames-for-an-image-family", "frames-not-4k-plus-1",
         "resolution-not-multiple-of-16", "resolution-over-the-family-maximum", "stored-wan-height-not-multiple",
         "height-for-an-image-family", "fp16-for-flux", "fp16-for-wan", "fp16-with-a-lean-executor",
     ],

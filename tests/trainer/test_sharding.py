@@ -32,7 +32,10 @@ LR = 0.01
         ({"model": FULL, "resources": {"devices": 2}}, "ddp"),
         ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_retain"}}, "fsdp"),
         ({"model": FULL, "resources": CUDA, "executor": {"name": "lean_reweight"}}, "fsdp"),
-        ({"model": FULL, "resources": CUDA, "executor": {"name": "jagg"}}, "ddp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "jagg"}}, "fsdp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "jagg_retain"}}, "fsdp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "jagg_reweight"}}, "fsdp"),
+        ({"model": FULL, "resources": CUDA, "executor": {"name": "digenrl"}}, "ddp"),
         ({"model": {**FULL, "sharding": "ddp"}, "resources": CUDA}, "ddp"),
         ({"model": {**FULL, "sharding": "fsdp"}, "resources": {"devices": 2}}, "fsdp"),
     ],
@@ -43,11 +46,14 @@ LR = 0.01
         "full-cuda-retain",
         "full-cuda-reweight",
         "full-cuda-jagg",
+        "full-cuda-jagg-retain",
+        "full-cuda-jagg-reweight",
+        "full-cuda-digenrl",
         "forced-ddp",
         "forced-fsdp-cpu",
     ],
 )
-def test_auto_takes_fsdp_for_full_fine_tuning_on_cuda_with_native_and_lean(sections: dict, strategy: str) -> None:
+def test_auto_takes_fsdp_for_full_fine_tuning_on_cuda_with_native_lean_and_jagg(sections: dict, strategy: str) -> None:
     assert sharding_of(2, **sections) == strategy
 
 

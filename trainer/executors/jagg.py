@@ -12,6 +12,11 @@ too (extra graphs and backwards, never added to the update) and log its cosine w
 one as ``executor/probe_cosine/g<k>``, printing a warning below ``cosine_warn``. Unrouted steps
 take native's exact per-step backward; with jagg_frac = 0 nothing is routed and the step is
 native's, in native's order.
+
+Under FSDP2 (full fine-tuning) every backward of an update leaves its full gradient unreduced and one
+reduce-scatter per FSDP unit follows the update's last backward, as under the Lean executors
+(trainer/fsdp_gradients.py); a joint backward (the probe's too) keeps each unit gathered from its first
+backward use to its end, so the two endpoint graphs all-gather a unit once, not once each.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from trainer.executors.base import Executor, StepResult
 from trainer.executors.gradient_cosine import gradient_cosine
 from trainer.executors.jagg_groups import velocity_terms
 from trainer.executors.step_report import StepReport
+from trainer.fsdp_gradients import gathered_through_backward
 from trainer.job import StepTerms, TrainingJob
 from trainer.layout import SampleBatch
 from trainer.rollout import Trajectory
@@ -63,15 +69,16 @@ class JaggExecutor(Executor):
         sync_seconds, backwards = 0.0, 0
         self.group_cosines = []
         for _ in range(job.spec.algorithm.inner_epochs):
-            for group in range(routed):
-                positions = list(range(group * self.width, (group + 1) * self.width))
-                self.joint_backward(trajectory, order, positions, advantages, report, probe)
-                backwards += 1
-            for position in range(routed * self.width, trained):
-                terms = job.trained_step(trajectory, order, position, advantages)
-                (terms.loss / trained).backward()
-                report.add(terms)
-                backwards += 1
+            with job.deferred_reduction():  # one reduction per optimizer step, also under FSDP
+                for group in range(routed):
+                    positions = list(range(group * self.width, (group + 1) * self.width))
+                    self.joint_backward(trajectory, order, positions, advantages, report, probe)
+                    backwards += 1
+                for position in range(routed * self.width, trained):
+                    terms = job.trained_step(trajectory, order, position, advantages)
+                    (terms.loss / trained).backward()
+                    report.add(terms)
+                    backwards += 1
             synced = device_seconds(job.dist.device)
             job.synchronize_gradients()
             sync_seconds += device_seconds(job.dist.device) - synced
@@ -142,9 +149,10 @@ class JaggExecutor(Executor):
                 endpoints.append(velocity)
             if probe:
                 upstream.append((velocity, s_j))
-        if probe:
-            self.group_cosines.append(self.probe_cosine(upstream, endpoints, [s_base, s_corr]))  # type: ignore[list-item]
-        torch.autograd.backward(endpoints, [s_base, s_corr])  # type: ignore[list-item]
+        with gathered_through_backward(job.policy, job.sharding.fsdp):
+            if probe:
+                self.group_cosines.append(self.probe_cosine(upstream, endpoints, [s_base, s_corr]))  # type: ignore[list-item]
+            torch.autograd.backward(endpoints, [s_base, s_corr])  # type: ignore[list-item]
 
     def step_loss(
         self,
@@ -171,8 +179,9 @@ class JaggExecutor(Executor):
         endpoints: list[torch.Tensor],
         aggregated: list[torch.Tensor],
     ) -> float:
-        """cos(Σ_j J_jᵀ s_j, J_0ᵀ s_base + J_lastᵀ s_corr) for one routed group (audit only)."""
-        params = self.job.parameters
+        """cos(Σ_j J_jᵀ s_j, J_0ᵀ s_base + J_lastᵀ s_corr) for one routed group, on this rank's rows (under FSDP
+        by the unsharded parameters the graphs were built from)."""
+        params = self.job.gradient_slots()
         exact = [torch.zeros_like(p) for p in params]
         for velocity, s_j in upstream:
             grads = torch.autograd.grad(velocity, params, s_j, retain_graph=True, allow_unused=True)

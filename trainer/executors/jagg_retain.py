@@ -26,6 +26,7 @@ from trainer.executors.graph_rollout import TrainedForward
 from trainer.executors.jagg_groups import GroupUpstream, graph_mask, group_positions, routed_plan, velocity_terms
 from trainer.executors.lean_retain import LeanRetainExecutor, retained_terms
 from trainer.executors.step_report import StepReport
+from trainer.fsdp_gradients import gathered_through_backward
 from trainer.job import TrainingJob
 from trainer.rollout import Trajectory
 from trainer.spec import OPTION_MODELS, JaggRetainOptions
@@ -95,7 +96,8 @@ class JaggRetainExecutor(LeanRetainExecutor):
         if losses:
             tensors.append(torch.stack(losses).sum())
             cotangents.append(torch.ones((), device=job.dist.device))
-        torch.autograd.backward(tensors, cotangents)
+        with gathered_through_backward(job.policy, job.sharding.fsdp):  # FSDP: one all-gather per unit
+            torch.autograd.backward(tensors, cotangents)
         return {"routed_groups": float(self.routed)}
 
     def group_upstream(

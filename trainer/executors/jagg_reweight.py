@@ -24,6 +24,7 @@ from trainer.executors.gradient_buffers import KlBuffer
 from trainer.executors.graph_rollout import TrainedForward, rollout_with_graphs
 from trainer.executors.jagg_groups import GroupUpstream, graph_mask, group_positions, routed_plan
 from trainer.executors.lean_reweight import LeanReweightExecutor
+from trainer.fsdp_gradients import gathered_through_backward
 from trainer.job import TrainingJob
 from trainer.layout import SampleBatch
 from trainer.loss import reference_kl
@@ -100,7 +101,8 @@ class JaggReweightExecutor(LeanReweightExecutor):
         if j < self.options.group_width - 1:
             return
         ends = [self.first_ends.pop(group), forward.out.velocity]
-        if kl_buffer is not None:
-            k_base, k_corr = self.kl_sums[group].aggregates
-            kl_buffer.backward((ends[0] * k_base).sum() + (ends[1] * k_corr).sum())  # J_0ᵀk_base + J_lastᵀk_corr
-        torch.autograd.backward(ends, self.policy_sums[group].aggregates)
+        with gathered_through_backward(job.policy, job.sharding.fsdp):  # FSDP: one all-gather per unit
+            if kl_buffer is not None:
+                k_base, k_corr = self.kl_sums[group].aggregates
+                kl_buffer.backward((ends[0] * k_base).sum() + (ends[1] * k_corr).sum())  # J_0ᵀk_base + J_lastᵀk_corr
+            torch.autograd.backward(ends, self.policy_sums[group].aggregates)

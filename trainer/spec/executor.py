@@ -152,8 +152,9 @@ OPTION_MODELS: dict[str, type[ExecutorOptions]] = {
     model.model_fields["name"].default: model for model in get_args(ExecutorOptions)
 }
 EXECUTORS: tuple[str, ...] = tuple(OPTION_MODELS)
-# Executors that run under model.sharding 'fsdp' (the Lean ones reduce once per optimizer step).
-FSDP_EXECUTORS = ("native", "lean_retain", "lean_reweight")
+# Executors that run under model.sharding 'fsdp' (the Lean ones, jagg and its compositions reduce once per optimizer
+# step).
+FSDP_EXECUTORS = ("native", "lean_retain", "lean_reweight", "jagg", "jagg_retain", "jagg_reweight")
 # Options each executor accepts, derived from the models above.
 EXECUTOR_OPTIONS: dict[str, frozenset[str]] = {
     name: frozenset(model.model_fields) - {"name"} for name, model in OPTION_MODELS.items()

@@ -112,8 +112,9 @@ class ModelSpec(Section):
     sharding: Literal["auto", "ddp", "fsdp"] = Field(
         "auto",
         description="how ranks hold the weights: 'ddp' (a full replica each, gradients all-reduced), 'fsdp' "
-        "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with native, lean_retain or "
-        "lean_reweight), 'auto' (fsdp for full fine-tuning on CUDA with those executors, ddp otherwise)",
+        "(FSDP2: weights, gradients and optimizer state sharded; full fine-tuning with native, lean_retain, "
+        "lean_reweight, jagg, jagg_retain or jagg_reweight), 'auto' (fsdp for full fine-tuning on CUDA with those "
+        "executors, ddp otherwise)",
     )
     resolution: tuple[Annotated[int, Field(ge=16)], Annotated[int, Field(ge=16)]] | None = Field(
         None,

@@ -15,8 +15,8 @@ Strategy = Literal["single", "ddp", "fsdp"]
 
 def sharding_choice(spec: JobSpec, world_size: int) -> tuple[Strategy, str]:
     """(strategy, why). ``model.sharding`` decides when set; ``auto`` takes FSDP for full fine-tuning on CUDA under
-    the executors that run under it: native, and the Lean ones, which reduce once per optimizer step
-    (trainer/fsdp_gradients.py); jagg and digenrl handle gradients and weights themselves. The forward-process
+    the executors that run under it: native, and the Lean ones, jagg and its compositions, which reduce once per
+    optimizer step (trainer/fsdp_gradients.py); digenrl handles gradients and weights itself. The forward-process
     family never gets FSDP: its old policy is a copy of the unsharded trainable weights
     (trainer/algorithms/old_policy.py), which is why its spec refuses 'fsdp'."""
     requested = spec.model.sharding
