@@ -437,6 +437,33 @@ def same_estimator(session: AuditSession, step: Capture, base: Capture, floor: d
     return figures
 
 
+def with_estimators(names: list[str]) -> list[str]:
+    """``names`` and, after them, the executors whose estimator a composed one of them is (jagg for jagg_retain)."""
+    bases = {EXECUTOR_CLASSES[n].estimator_of for n in names} - {None, *names}
+    return [*names, *sorted(b for b in bases if b is not None)]
+
+
+def audited_executor(
+    session: AuditSession,
+    name: str,
+    native: dict[str, Capture],
+    floor: dict[str, Any],
+    bf16: bool,
+    estimators: dict[str, Capture],
+) -> dict[str, Any]:
+    """One executor's JSON: its step judged against native's (``judge``), and a composed executor's also against the
+    executor whose estimator it is (``same_estimator``; that executor's capture is kept in ``estimators``)."""
+    captures = {term: session.capture(name, variant=Variant(term)) for term in session.terms}
+    result = judge(session, name, captures, native, floor, bf16)
+    base = EXECUTOR_CLASSES[name].estimator_of
+    if base is not None:
+        if base not in estimators:
+            estimators[base] = session.capture(base)
+        result[f"against_{base}"] = same_estimator(session, captures["total"], estimators[base], floor)
+        result["verdict"] = worst([result["verdict"], result[f"against_{base}"]["verdict"]])
+    return result
+
+
 def worst_entry(updates: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The update and term with the most severe verdict, the largest relative L2 among equals."""
     entries = [(u["update"], term, f) for u in updates for term, f in u["terms"].items()]
@@ -463,8 +490,7 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
             f"per rank (prompts_per_step × group_size ≥ 2 × {ranks} ranks)",
         )
     names = ["native", *[n for n in names if n != "native"]]
-    bases = {n: EXECUTOR_CLASSES[n].estimator_of for n in names if EXECUTOR_CLASSES[n].estimator_of}
-    session = AuditSession(spec, [*names, *sorted({b for b in bases.values() if b and b not in names})])
+    session = AuditSession(spec, with_estimators(names))
     native = {term: session.capture("native", variant=Variant(term)) for term in session.terms}
     floor = native_floor(session, native)
     report: dict[str, Any] = {
@@ -485,14 +511,7 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     }
     estimators: dict[str, Capture] = {}
     for name in names[1:]:
-        captures = {term: session.capture(name, variant=Variant(term)) for term in session.terms}
-        report["executors"][name] = result = judge(session, name, captures, native, floor, bf16)
-        base = bases.get(name)
-        if base is not None:
-            if base not in estimators:
-                estimators[base] = session.capture(base)
-            result[f"against_{base}"] = same_estimator(session, captures["total"], estimators[base], floor)
-            result["verdict"] = worst([result["verdict"], result[f"against_{base}"]["verdict"]])
+        report["executors"][name] = audited_executor(session, name, native, floor, bf16, estimators)
     session.dist.barrier()
     session.dist.close()
     return report

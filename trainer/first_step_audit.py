@@ -2,10 +2,10 @@
 
 Before step 1 trains, native and the job's executor each take step 1 from the job's initial weights on one frozen
 trajectory of step 1's batch, as ``python -m trainer audit`` takes them (the same session, captures, floor and
-judge), so the executor's cosine and relative L2 against native's gradient are the audit's own figures. Then the
-job is put back as it was (weights, optimizer state, the forward family's old policy, random state, kernel flags;
-the audit also moves the policy off the reference when kl_beta > 0), so step 1 trains as it would have without
-the audit.
+judge; a composed executor also against the executor whose estimator it is), so the executor's cosine and relative
+L2 against native's gradient are the audit's own figures. Then the job is put back as it was (weights, optimizer
+state, the forward family's old policy, random state, kernel flags; the audit also moves the policy off the
+reference when kl_beta > 0), so step 1 trains as it would have without the audit.
 
 The metric store keeps finite values only: a NaN or infinite figure is left out and ``audit/failed`` is 1, so a
 NaN reads as a failed audit, never as a cosine of 1.
@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from trainer.audit import AuditSession, Variant, judge, native_floor
+from trainer.audit import AuditSession, Variant, audited_executor, native_floor, with_estimators
 from trainer.job import TrainingJob
 
 FIGURES = {"cosine": "audit/cosine", "rel_l2": "audit/rel_l2"}
@@ -36,11 +36,10 @@ def first_step_audit(job: TrainingJob) -> dict[str, float]:
     devices = [job.dist.device] if job.dist.device.type == "cuda" else []
     try:
         with torch.random.fork_rng(devices=devices):
-            session = AuditSession(spec, list(dict.fromkeys(["native", name])), job=job)
+            session = AuditSession(spec, with_estimators(list(dict.fromkeys(["native", name]))), job=job)
             native = {term: session.capture("native", variant=Variant(term)) for term in session.terms}
             floor = native_floor(session, native)
-            captures = {term: session.capture(name, variant=Variant(term)) for term in session.terms}
-            result = judge(session, name, captures, native, floor, spec.model.precision == "bf16")
+            result = audited_executor(session, name, native, floor, spec.model.precision == "bf16", {})
     finally:
         with torch.no_grad():
             for param, value in zip(job.parameters, weights, strict=True):

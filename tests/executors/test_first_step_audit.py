@@ -17,21 +17,23 @@ from trainer.first_step_audit import audit_metrics
 from trainer.run import run
 
 # T = 6, K = 5, width 4: one routed group, so jagg's gradient is class A's and differs from native's.
-JAGG = {"name": "jagg", "group_width": 4}
 
 
-def jagg_spec(audited: bool) -> dict[str, Any]:
+def jagg_spec(audited: bool, executor: str = "jagg") -> dict[str, Any]:
     return audit_spec(
         algorithm={"sampling_steps": 6, "train_timesteps": 5, "total_steps": 2},
-        executor={**JAGG, "audit_first_step": audited},
+        executor={"name": executor, "group_width": 4, "audit_first_step": audited},
     )
 
 
-def test_the_first_step_logs_the_audit_s_own_cosine_and_rel_l2_once(tmp_path: Path, sfumato_home: Path) -> None:
-    spec_path = write_spec(tmp_path / "spec.json", jagg_spec(audited=True))
+@pytest.mark.parametrize("executor", ["jagg", "jagg_retain"])  # jagg_retain is also audited against jagg
+def test_the_first_step_logs_the_audit_s_own_cosine_and_rel_l2_once(
+    tmp_path: Path, sfumato_home: Path, executor: str
+) -> None:
+    spec_path = write_spec(tmp_path / "spec.json", jagg_spec(audited=True, executor=executor))
     run(spec_path, tmp_path / "out", resume=False)
     first, second = read_metrics(tmp_path / "out")
-    expected = audit(spec_path, ["native", "jagg"])["executors"]["jagg"]
+    expected = audit(spec_path, ["native", executor])["executors"][executor]
     assert first["audit/cosine"] == pytest.approx(expected["cosine"], rel=1e-9, abs=1e-12)
     assert first["audit/rel_l2"] == pytest.approx(expected["rel_l2"], rel=1e-9, abs=1e-12)
     assert first["audit/rel_l2"] > 0 and first["audit/failed"] == 0.0
