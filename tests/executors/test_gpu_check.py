@@ -90,3 +90,23 @@ def test_the_gpu_check_puts_the_advisor_s_prediction_beside_the_bench(small_gpu_
     for name in EXECUTORS:
         assert re.search(rf"^\| full T=5 K=4 R=1 \| {name} \| \d+\.\d+ \| \d+\.\d+ \|", advised, re.MULTILINE), name
     assert "Within target:" in advised
+
+
+def test_the_small_placements_table_shows_the_reference_off_the_device(tmp_path: Path) -> None:
+    """``--small --placements`` (docs/memory-and-timing.md's table): native and lean_retain under each placement of
+    the frozen parts; the reference holds device memory only where it is kept there, and the peak falls without it."""
+    env = {**os.environ, "SFUMATO_HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--small", "--placements"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = re.findall(r"^\| (gpu|cpu|free) \| (device|cpu) \| (\w+) \| (.*) \|$", result.stdout, re.MULTILINE)
+    figures = {(encoders, reference, name): [float(v) for v in cells.split(" | ")] for encoders, reference, name, cells
+               in rows}  # fmt: skip
+    places = [("gpu", "device"), ("cpu", "cpu"), ("free", "cpu")]
+    assert list(figures) == [(*place, name) for place in places for name in ("native", "lean_retain")]
+    for (_, reference, name), cells in figures.items():
+        assert (cells[1] > 0) == (reference == "device"), name  # the reference column
+    for name in ("native", "lean_retain"):
+        assert figures[("cpu", "cpu", name)][-1] < figures[("gpu", "device", name)][-1], name  # the peak
