@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.executors.conftest import audit_spec
-from tests.trainer.conftest import read_metrics, write_spec
+from tests.trainer.conftest import read_metrics, torchrun, write_spec
 from trainer.audit import audit
 from trainer.first_step_audit import audit_metrics
 from trainer.run import run
@@ -46,6 +46,19 @@ def test_the_audited_run_trains_as_the_unaudited_one(tmp_path: Path, sfumato_hom
     with_audit, without = read_metrics(tmp_path / "True"), read_metrics(tmp_path / "False")
     for key in ("loss", "reward/mean", "grad_norm"):
         assert [m[key] for m in with_audit] == [m[key] for m in without], key
+
+
+def test_on_two_fsdp_ranks_the_first_step_logs_the_one_rank_audit_s_figures(tmp_path: Path, sfumato_home: Path) -> None:
+    spec = jagg_spec(audited=True)
+    one_rank = audit(write_spec(tmp_path / "one.json", spec), ["native", "jagg"])["executors"]["jagg"]
+    spec["model"] |= {"sharding": "fsdp"}
+    spec["resources"] = {**spec["resources"], "devices": 2}
+    done = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = read_metrics(tmp_path / "out")[0]
+    assert first["sharding/fsdp"] == 1.0 and first["audit/failed"] == 0.0
+    assert first["audit/cosine"] == pytest.approx(one_rank["cosine"], abs=1e-6)
+    assert first["audit/rel_l2"] == pytest.approx(one_rank["rel_l2"], rel=1e-4)
 
 
 def test_a_nan_figure_is_left_out_and_fails_the_audit() -> None:
