@@ -255,18 +255,24 @@ def reduce_over_ranks(summary: dict[str, Any], world: int) -> dict[str, Any]:
 
 
 def markdown(reports: list[dict[str, Any]]) -> str:
+    """The timing table; with an "audit cosine" column where the reports carry each executor's audit cosine
+    against native (bench/executors.py adds it)."""
+    audited = any("audit_cosine" in r for report in reports for r in report["executors"].values())
     lines = [
         "| config | executor | step s | rollout | reward | train | sync | samples/s | peak MiB | speedup | bound "
-        "| measured/bound |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| measured/bound |" + (" audit cosine |" if audited else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""),
     ]
     for report in reports:
         config = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
         for name, r in report["executors"].items():
+            cosine = r.get("audit_cosine")
+            audit = (f" {cosine:.4f} |" if cosine is not None else " – |") if audited else ""
             lines.append(
                 f"| {config} | {name} | {r['step_seconds']:.3f} | {r['time/rollout']:.3f} | {r['time/reward']:.3f} "
                 f"| {r['time/train']:.3f} | {r['time/sync']:.3f} | {r['samples_per_s']:.1f} "
                 f"| {r['peak_bytes'] / 2**20:.1f} | {r['speedup']:.2f}x | {r['bound']:.2f}x | {r['efficiency']:.2f} |"
+                + audit
             )
     return "\n".join(lines)
 
