@@ -22,7 +22,7 @@ from server.models import TERMINAL_STATES, Advice, Device, Host, HostStatus, Job
 from server.schemas.advice import AdviceAnswer, AdviceOut, AdviseRequest, PredictionCheck
 from server.schemas.jobs import JobDetail
 from server.services import throughput
-from server.services.advice_verdict import advice_answer
+from server.services.advice_verdict import advice_answer, size_text
 from server.services.auth import Caller
 from server.services.compare import MEMORY_KEY
 from server.services.errors import Conflict, FieldErrors, NotFound
@@ -221,6 +221,21 @@ def advice_team(session: Session, advice: Advice, team: str | None) -> str:
     return own.name
 
 
+def refuse_over_budget(result: AdviceAnswer, executor: str) -> None:
+    """422 naming `executor` when the probe predicts its peak memory (its retained graphs included) over the
+    advice's budget: the estimate is known before the job runs, so the job is not started to fail."""
+    row = next(r for r in result.executors if r.executor == executor)
+    if row.fits_budget or result.budget_bytes is None:
+        return
+    fitting = [r.executor for r in result.executors if r.fits_budget]
+    allowed = f"executors that fit: {', '.join(fitting)}" if fitting else "no executor fits; advise again with more"
+    raise FieldErrors.one(
+        "executor",
+        f"{executor} is predicted to peak at {size_text(row.peak_memory_bytes or 0)}, over this advice's "
+        f"{size_text(result.budget_bytes)} memory budget; {allowed}",
+    )
+
+
 def submit_from_advice(
     session: Session, caller: Caller, advice_id: int, executor: str, settings: Settings, team: str | None = None
 ) -> JobDetail:
@@ -235,6 +250,7 @@ def submit_from_advice(
     predicted = [row.executor for row in result.executors if row.samples_per_s is not None]
     if executor not in predicted:
         raise FieldErrors.one("executor", f"{executor!r} has no prediction in this advice; choose one of {predicted}")
+    refuse_over_budget(result, executor)
     spec = stored_spec(advice.spec)
     if spec is None:
         raise FieldErrors.one("spec", "the advice's stored spec no longer validates; advise again")

@@ -86,7 +86,7 @@ def test_an_executor_whose_probe_failed_is_reported_while_the_others_answer(harn
 
 
 def test_a_job_submitted_from_the_advice_carries_the_chosen_executor(harness: Harness) -> None:
-    advice = answered(harness)
+    advice = answered(harness, budget="24GiB")
     response = harness.client.post(
         f"/api/v1/advice/{advice['id']}/submit", json={"executor": "lean_retain"}, headers=harness.admin
     )
@@ -105,6 +105,21 @@ def test_submitting_an_executor_without_a_prediction_is_422_naming_executor(harn
     )
     assert response.status_code == 422
     assert response.json()["detail"][0]["field"] == "executor"
+
+
+def test_submitting_an_executor_predicted_over_the_budget_is_422_with_the_estimate(harness: Harness) -> None:
+    advice = answered(harness)  # a 16 GiB budget; lean_retain's retained graphs bring it to 20 GiB
+    response = harness.client.post(
+        f"/api/v1/advice/{advice['id']}/submit", json={"executor": "lean_retain"}, headers=harness.admin
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0] == {
+        "field": "executor",
+        "message": "lean_retain is predicted to peak at 20.0 GiB, over this advice's 16.0 GiB memory budget; "
+        "executors that fit: native",
+    }
+    with harness.session() as session:
+        assert session.scalars(select(Job).where(Job.advice_id == advice["id"], Job.kind == "train")).all() == []
 
 
 def test_an_invalid_spec_is_422_as_for_submit(harness: Harness) -> None:

@@ -104,12 +104,12 @@ def test_submit_with_from_the_page_and_the_cli_submits_an_exclusive_job(app: Fas
         from_cli = _cli(url, world, "advice", str(world.advice.id), "--submit", "native", "--json")
         _logged_in(http)
         csrf = csrf_of(http.get(f"/advice/{world.advice.id}").text)
-        sent = http.post(f"/advice/{world.advice.id}/submit", data={"csrf_token": csrf, "executor": "lean_retain"})
+        sent = http.post(f"/advice/{world.advice.id}/submit", data={"csrf_token": csrf, "executor": "native"})
         assert sent.status_code == 303, sent.text
     page_job = int(sent.headers["location"].rsplit("/", 1)[1])
     cli_job = json.loads(from_cli)["submitted_job"]["id"]
     with app.state.sessionmaker() as session:
-        for job_id, executor in ((cli_job, "native"), (page_job, "lean_retain")):
+        for job_id, executor in ((cli_job, "native"), (page_job, "native")):
             job = session.get_one(Job, job_id)
             assert (job.executor, job.advice_id, job.spec["resources"]["exclusive"]) == (
                 executor,
