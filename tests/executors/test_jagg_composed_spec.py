@@ -95,3 +95,10 @@ def test_jagg_and_its_compositions_swapped_onto_a_spec_keep_its_routing() -> Non
     for name in ("jagg", "jagg_retain"):
         options = options_for(spec, name)
         assert {key: getattr(options, key) for key in routing} == routing, name
+
+
+def test_a_kl_spec_s_reweight_executor_shares_its_kl_option_with_the_other_reweight_executor() -> None:
+    """The audit and the bench run jagg_reweight on a lean_reweight spec (make gpu-check's KL step): with its default
+    'require_zero' the KL spec was refused for it."""
+    spec = parse_spec(tiny_spec(algorithm={"kl_beta": 0.04}, executor={"name": "lean_reweight", "kl": "extra_vjp"}))
+    assert options_for(spec, "jagg_reweight").kl == "extra_vjp"

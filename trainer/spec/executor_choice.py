@@ -16,7 +16,8 @@ JAGG_ROUTING = ("group_width", "jagg_frac", "cosine_warn")
 def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
     """The options ``name`` runs with on ``spec``: the spec's own for its executor, the defaults for
     another (but the Lean executors share ``after_first_update``, so a hybrid spec audits each on the same
-    updates, and jagg and its compositions share the spec's routing, ``JAGG_ROUTING``); digenrl on-policy (the
+    updates, the reweight executors share ``kl``, so a KL spec audits each with the KL its own executor pays for,
+    and jagg and its compositions share the spec's routing, ``JAGG_ROUTING``); digenrl on-policy (the
     audit compares exact gradients). Refused, naming the field, where
     that executor cannot run the spec; the spec itself is never changed."""
     options = spec.executor if name == spec.executor.name else default_options(name)
@@ -25,6 +26,9 @@ def options_for(spec: JobSpec, name: str) -> ExecutorOptions:
     hybrid = getattr(spec.executor, "after_first_update", None)
     if options is not spec.executor and hybrid is not None and "after_first_update" in type(options).model_fields:
         options = options.model_copy(update={"after_first_update": hybrid})
+    kl = getattr(spec.executor, "kl", None)  # lean_reweight and jagg_reweight pay for a KL alike
+    if options is not spec.executor and kl is not None and "kl" in type(options).model_fields:
+        options = options.model_copy(update={"kl": kl})
     if isinstance(options, DigenrlOptions):
         options = options.model_copy(update={"max_staleness": 0})
     try:
