@@ -38,7 +38,7 @@ from trainer.job import TrainingJob
 from trainer.layout import step_batch
 from trainer.loss import clipped_policy_loss
 from trainer.run import load_spec
-from trainer.spec import DigenrlOptions, ExecutorOptions, JobSpec, SpecError
+from trainer.spec import DigenrlOptions, ExecutorOptions, JaggOptions, JobSpec, SpecError
 from trainer.spec.cost_model import UnitCosts, step_cost
 from trainer.step_memory import COMPONENTS, StepMemory, measure_step
 from trainer.timing import device_seconds
@@ -231,6 +231,8 @@ def bench(spec_path: Path, names: list[str], rounds: int = 3, warmup: int = 1) -
         "b_measured": b,
         "batching": costs[rows]["F"] / (rows * costs[1]["F"]),  # a batch of `rows` against `rows` batches of 1
         "ideal_lean_speedup": ideal,
+        # JAGG's routed groups n_J, shared by the jagg executors of the run (their audit cosine depends on it)
+        "routed_groups": next((o.routed_groups(trained) for o in options.values() if isinstance(o, JaggOptions)), None),
         "memory_method": MEMORY_METHOD[distributed.device.type == "cuda"],
         "executors": summary,
     }
@@ -254,6 +256,13 @@ def reduce_over_ranks(summary: dict[str, Any], world: int) -> dict[str, Any]:
     return summary
 
 
+def config_label(report: dict[str, Any]) -> str:
+    """"full T=10 K=9 R=1", with JAGG's routed groups where jagg executors ran ("... n_J=2")."""
+    label = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
+    routed = report.get("routed_groups")
+    return label if routed is None else f"{label} n_J={routed}"
+
+
 def markdown(reports: list[dict[str, Any]]) -> str:
     """The timing table; with an "audit cosine" column where the reports carry each executor's audit cosine
     against native (bench/executors.py adds it)."""
@@ -264,7 +273,7 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""),
     ]
     for report in reports:
-        config = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
+        config = config_label(report)
         for name, r in report["executors"].items():
             cosine = r.get("audit_cosine")
             audit = (f" {cosine:.4f} |" if cosine is not None else " – |") if audited else ""
@@ -284,7 +293,7 @@ def memory_markdown(reports: list[dict[str, Any]]) -> str:
         "|---|---|" + "---|" * (len(COMPONENTS) + 3),
     ]
     for report in reports:
-        config = f"{report['finetune']} T={report['T']} K={report['K']} R={report['world_size']}"
+        config = config_label(report)
         for name, r in report["executors"].items():
             parts = [r["memory"][c] for c in COMPONENTS]
             peak = r["start_bytes"] + r["peak_bytes"]
