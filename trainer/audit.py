@@ -481,6 +481,12 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
     unknown = [n for n in names if n not in EXECUTOR_CLASSES]
     if unknown:
         raise SpecError("executor.name", f"cannot audit {', '.join(unknown)}; auditable: {', '.join(EXECUTOR_CLASSES)}")
+    if spec.algorithm.family == "forward":
+        raise SpecError(
+            "algorithm.name",
+            f"the audit replays one rollout trajectory and compares executors' gradients with native's; "
+            f"{spec.algorithm.name} trains on re-noised clean samples under native alone, so there is nothing to audit",
+        )
     bf16 = spec.model.precision == "bf16"
     ranks = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's; the audit refuses before it builds the job
     if bf16 and spec.algorithm.prompts_per_step * spec.algorithm.group_size < 2 * ranks:

@@ -4,7 +4,7 @@ Before step 1 trains, native and the job's executor each take step 1 from the jo
 trajectory of step 1's batch, as ``python -m trainer audit`` takes them (the same session, captures, floor and
 judge; a composed executor also against the executor whose estimator it is), so the executor's cosine and relative
 L2 against native's gradient are the audit's own figures. Then the job is put back as it was (weights, optimizer
-state, the forward family's old policy, random state, kernel flags; the audit also moves the policy off the
+state, random state, kernel flags; the audit also moves the policy off the
 reference when kl_beta > 0), so step 1 trains as it would have without the audit.
 
 The metric store keeps finite values only: a NaN or infinite figure is left out and ``audit/failed`` is 1, so a
@@ -31,7 +31,6 @@ def first_step_audit(job: TrainingJob) -> dict[str, float]:
     spec, name = job.spec, job.spec.executor.name
     weights = [p.detach().clone() for p in job.parameters]
     optimizer_state = copy.deepcopy(job.optimizer.state_dict())
-    old_policy = copy.deepcopy(job.old_policy)  # the forward family's: native's step moves it
     flags = kernel_flags()
     devices = [job.dist.device] if job.dist.device.type == "cuda" else []
     try:
@@ -46,7 +45,6 @@ def first_step_audit(job: TrainingJob) -> dict[str, float]:
                 param.copy_(value)
         job.optimizer.load_state_dict(optimizer_state)
         job.optimizer.zero_grad(set_to_none=True)
-        job.old_policy = old_policy
         job.replay = None
         set_kernel_flags(flags)
     return audit_metrics(result)

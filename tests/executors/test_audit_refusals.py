@@ -32,6 +32,15 @@ def test_the_audit_refuses_an_fp16_model_and_names_the_precisions_it_has_a_class
     assert "'fp32'" in refused.value.message and "'bf16'" in refused.value.message
 
 
+def test_the_audit_refuses_a_forward_family_spec_naming_the_algorithm(tmp_path: Path, sfumato_home: Path) -> None:
+    spec = audit_spec(algorithm={"name": "dgpo"})
+    for grpo_option in ("noise_level", "clip_range"):  # the tiny spec's GRPO step options; dgpo refuses them
+        del spec["algorithm"][grpo_option]
+    with pytest.raises(SpecError) as refused:
+        audit(spec_file(tmp_path, spec), ["native"])
+    assert refused.value.field == "algorithm.name" and "nothing to audit" in refused.value.message
+
+
 def test_the_audit_refuses_an_executor_it_does_not_know_and_lists_those_it_does(
     tmp_path: Path, sfumato_home: Path
 ) -> None:

@@ -103,3 +103,8 @@ def test_the_trajectory_executors_are_the_lean_ones_jagg_its_compositions_and_di
 
 def test_native_runs_the_forward_family() -> None:
     assert parse_spec({"algorithm": {"name": "dgpo"}, "executor": {"name": "native"}}).executor.name == "native"
+
+
+def test_a_first_step_audit_is_refused_for_the_forward_family_naming_it() -> None:
+    found = problems({"algorithm": {"name": "awm"}, "executor": {"name": "native", "audit_first_step": True}})
+    assert "re-noised clean samples under native alone" in found["executor.audit_first_step"]

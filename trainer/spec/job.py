@@ -144,6 +144,12 @@ class JobSpec(Section):
         if algo.family == "forward" and self.model.sharding == "fsdp":
             message = f"{algo.name} keeps its old policy as a copy of the unsharded trainable weights: use 'ddp'"
             problems.add("model.sharding", message)
+        if algo.family == "forward" and executor.audit_first_step:
+            message = (
+                f"the audit replays one rollout trajectory under an executor and under native and compares their "
+                f"gradients; {algo.name} trains on re-noised clean samples under native alone: leave it false"
+            )
+            problems.add("executor.audit_first_step", message)
         if isinstance(executor, LeanRetainOptions | LeanReweightOptions):
             self._lean_fits(executor, problems)
         if isinstance(executor, LeanRetainOptions) and executor.max_retained_graphs is not None:
