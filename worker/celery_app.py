@@ -39,7 +39,7 @@ def make_celery(settings: Settings) -> Celery:
     broker_url = settings.resolved_broker_url()
     if broker_url.startswith(("sqla+sqlite", "sqlalchemy+sqlite")):
         settings.home.mkdir(parents=True, exist_ok=True)
-    app = Celery("sfumato", broker=broker_url, include=["worker.tasks"])
+    app = Celery("sfumato", broker=broker_url, include=["worker.tasks", "worker.notification_tasks"])
     app.conf.update(
         broker_transport_options=broker_transport_options(broker_url),
         broker_connection_retry_on_startup=True,

@@ -22,6 +22,7 @@ from server.api.routes import (
     teams,
     tokens,
     users,
+    webhooks,
 )
 from server.api.storable_input import refuse_unstorable_input
 
@@ -50,5 +51,6 @@ for module in (
     experiment_curves,
     services,
     advice,
+    webhooks,
 ):
     api_router.include_router(module.router)

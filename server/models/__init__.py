@@ -10,6 +10,7 @@ from server.models.job import Artifact, Job, JobAttempt, JobEvent
 from server.models.reward_probe import RewardProbe
 from server.models.service import RewardService
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
+from server.models.webhook import Webhook, WebhookAttempt, WebhookDelivery
 from server.states import (
     ACTIVE_STATES,
     HOST_STATES,
@@ -68,5 +69,8 @@ __all__ = [
     "ServiceState",
     "Team",
     "User",
+    "Webhook",
+    "WebhookAttempt",
+    "WebhookDelivery",
     "utcnow",
 ]

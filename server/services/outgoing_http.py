@@ -66,3 +66,18 @@ def get_status(url: str, *, allow_private: bool, timeout_s: float) -> int | None
                 return int(response.status)
         except CALL_FAILURES:
             return None
+
+
+def post_body(
+    url: str, body: bytes, headers: dict[str, str], *, allow_private: bool, timeout_s: float
+) -> tuple[int | None, str | None]:
+    """A checked POST of `body`: the status code it answered, or None with the reason it could not be called."""
+    timeouts = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
+    with httpcore.ConnectionPool(network_backend=CheckedBackend(allow_private), retries=0) as pool:
+        try:
+            with pool.stream(
+                "POST", url, headers=list(headers.items()), content=body, extensions={"timeout": timeouts}
+            ) as response:
+                return int(response.status), None
+        except CALL_FAILURES as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:300]

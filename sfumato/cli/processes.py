@@ -194,6 +194,7 @@ def worker(
     """The Celery worker of this host: registers its devices and runs the jobs sent to its queue."""
     from server.config import get_settings
     from server.services.hosts import host_queue
+    from server.services.notification_queue import NOTIFICATIONS_QUEUE
     from worker.celery_app import app as celery_app
     from worker.host_agent import detect_devices, host_name
 
@@ -206,7 +207,7 @@ def worker(
             "worker",
             "--pool", "threads",  # a job task waits on its trainer for minutes; threads are enough
             "--concurrency", str(slots),
-            "--queues", host_queue(name),
+            "--queues", f"{host_queue(name)},{NOTIFICATIONS_QUEUE}",  # webhooks: any worker delivers
             "--hostname", f"sfumato@{name}",
             "--without-gossip",
             "--without-mingle",

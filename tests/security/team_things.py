@@ -34,7 +34,7 @@ def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
 def plant(harness: Harness, team: str) -> TeamThings:
     """Team `team` with its admin `{team}-admin` (and a spare token of theirs, never used) and member
     `{team}-member`, and a running job (a metric, a sample, a log line, a checkpoint), an experiment, a reward
-    service and an advice; needs an online CPU host."""
+    service, an advice and a webhook; needs an online CPU host."""
     admin = harness.add_user(f"{team}-admin", team, "admin")
     member = harness.add_user(f"{team}-member", team, "member")
     spare = token_for(harness, f"{team}-admin")["Authorization"].removeprefix("Bearer ")
@@ -53,6 +53,7 @@ def plant(harness: Harness, team: str) -> TeamThings:
             "experiment_id": _created(harness, admin, "/api/v1/experiments", _experiment(team)),
             "service_id": _created(harness, admin, "/api/v1/services", _service(team)),
             "advice_id": _created(harness, admin, "/api/v1/advise", {"spec": {"name": f"{team}-advised"}}),
+            "webhook_id": _webhook(harness, admin, team),
         },
     )
 
@@ -63,6 +64,11 @@ def _experiment(team: str) -> dict[str, object]:
 
 def _service(team: str) -> dict[str, object]:
     return {"name": f"{team}-bright", "reward": "brightness", "devices": 1, "device_type": "cpu"}
+
+
+def _webhook(harness: Harness, headers: Headers, team: str) -> int:
+    team_id = _one(harness, select(Team.id).where(Team.name == team))
+    return _created(harness, headers, f"/api/v1/teams/{team_id}/webhooks", {"url": f"https://{team}.example.com/hook"})
 
 
 def _created(harness: Harness, headers: Headers, path: str, body: dict[str, object]) -> int:

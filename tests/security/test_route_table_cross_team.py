@@ -28,7 +28,17 @@ from server.config import Settings
 from server.models import Team
 
 # Path parameters that name something a team owns (TeamThings.ids has one of each).
-OWNED = ("job_id", "sample_id", "experiment_id", "service_id", "advice_id", "team_id", "user_id", "token_id")
+OWNED = (
+    "job_id",
+    "sample_id",
+    "experiment_id",
+    "service_id",
+    "advice_id",
+    "team_id",
+    "user_id",
+    "token_id",
+    "webhook_id",
+)
 # The query a route is called with: what it requires, and the owned ids of routes that take them in the query.
 QUERIES = {
     "GET /api/v1/compare": "jobs={job_id}",
@@ -133,6 +143,7 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /api/v1/advice/{advice_id}/submit": {"executor": "native"},
     "POST /api/v1/experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /experiments/{experiment_id}/notes": {"body": "a note"},
+    "POST /api/v1/teams/{team_id}/webhooks": {"url": "https://hooks.example.com/hook"},
 }
 
 ROUTES = assembled_routes()
