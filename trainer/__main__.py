@@ -1,4 +1,4 @@
-"""``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``).
+"""``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``, ``export``).
 
 Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field); 75 means a part
 of the platform stayed unreachable for the whole outage window (trainer/spec/exit_codes.py).
@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     probe_parser.add_argument("--spec", type=Path, required=True)
     probe_parser.add_argument("--output-dir", type=Path, required=True, help="probe.json is written here")
     probe_parser.add_argument("--executors", help="comma-separated (default: every executor)")
+    export_parser = commands.add_parser("export", help="write a checkpoint as diffusers, comfyui or merged")
+    export_parser.add_argument("--spec", type=Path, required=True, help="the job's spec")
+    export_parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoints/step-N or model/")
+    export_parser.add_argument("--format", required=True, help="diffusers, comfyui or merged")
+    export_parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
     try:
@@ -49,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "probe":
             names = [n.strip() for n in args.executors.split(",") if n.strip()] if args.executors else None
             return probe_command(args.spec, args.output_dir, names)
+        if args.command == "export":
+            return export_command(args.spec, args.checkpoint, args.format, args.out)
         from trainer.run import run
 
         run(args.spec, args.output_dir, args.resume)
@@ -119,6 +126,16 @@ def probe_command(spec: Path, output_dir: Path, executors: list[str] | None) -> 
         reporter.probe(report)
         reporter.close()
         print(f"probe of {len(report.executors)} executors written to {output_dir / PROBE_FILE}")
+    return 0
+
+
+def export_command(spec: Path, checkpoint: Path, name: str, out: Path) -> int:
+    """Write the export; a format the job's family or fine-tune mode lacks is a spec error naming ``format``."""
+    from trainer.export.write import export
+    from trainer.run import load_spec
+
+    written = export(load_spec(spec), checkpoint, name, out)
+    print(f"{name} export written to {written}")
     return 0
 
 

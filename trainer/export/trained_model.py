@@ -1,0 +1,42 @@
+"""The job's transformer with a checkpoint's trained weights, on the CPU in fp32, for an export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from trainer.checkpoint import WEIGHTS
+from trainer.models.base import ModelFamily
+from trainer.models.loading import load_family
+from trainer.spec import JobSpec, SpecError
+
+PEFT_WEIGHTS = "adapter_model.safetensors"  # the job's model/ folder under LoRA (PEFT's save_pretrained)
+DIFFUSERS_CONFIG = "config.json"  # the job's model/ folder under full fine-tuning (diffusers' save_pretrained)
+
+
+def trained_family(spec: JobSpec, checkpoint: Path) -> ModelFamily:
+    """The spec's model (LoRA-wrapped as in training) held in fp32, its trainable weights read from
+    ``checkpoint``: a ``checkpoints/step-N`` folder or the job's final ``model/`` folder."""
+    model = spec.model.model_copy(update={"precision": "fp32", "gradient_checkpointing": False})
+    family = load_family(model, torch.device("cpu"))
+    if (checkpoint / WEIGHTS).is_file():
+        parameters = dict(family.transformer.named_parameters())
+        unknown = sorted(set(load_file(str(checkpoint / WEIGHTS))) - set(parameters))
+        if unknown:
+            raise SpecError("checkpoint", f"{checkpoint} holds weights this spec's model lacks, e.g. {unknown[0]}")
+        with torch.no_grad():
+            for name, value in load_file(str(checkpoint / WEIGHTS)).items():
+                parameters[name].copy_(value)
+    elif (checkpoint / PEFT_WEIGHTS).is_file() and spec.model.finetune == "lora":
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(family.transformer, load_file(str(checkpoint / PEFT_WEIGHTS)))
+    elif (checkpoint / DIFFUSERS_CONFIG).is_file() and spec.model.finetune == "full":
+        family.transformer = type(family.transformer).from_pretrained(checkpoint, torch_dtype=torch.float32)
+    else:
+        message = f"{checkpoint} is neither a checkpoints/step-N folder nor this {spec.model.finetune} job's model/"
+        raise SpecError("checkpoint", message)
+    family.transformer.eval()
+    return family
