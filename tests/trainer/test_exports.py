@@ -129,18 +129,22 @@ def test_merged_weights_are_the_base_plus_scale_b_a_and_give_the_lora_models_vel
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     from diffusers import SD3Transformer2DModel
+    from peft.tuners.lora import LoraLayer
 
     from trainer.export.write import export
 
     spec = lora_spec("sd3")
     family, checkpoint = trained(spec, tmp_path)
     merged = SD3Transformer2DModel.from_pretrained(export(spec, checkpoint, "merged", tmp_path / "merged"))
-    base = base_transformer(family, spec).state_dict()
-    weights = merged.state_dict()
-    name = "transformer_blocks.0.attn.to_q"
-    adapter = family.transformer.get_submodule(f"base_model.model.{name}")
-    b_a = adapter.lora_B["default"].weight @ adapter.lora_A["default"].weight
-    assert torch.allclose(weights[f"{name}.weight"], base[f"{name}.weight"] + (6.0 / 4) * b_a, atol=1e-6)
+    base, weights = base_transformer(family, spec).state_dict(), merged.state_dict()
+    adapters = {n: m for n, m in family.transformer.named_modules() if isinstance(m, LoraLayer)}
+    for name, adapter in adapters.items():
+        key = name.removeprefix("base_model.model.") + ".weight"
+        b_a = adapter.lora_B["default"].weight @ adapter.lora_A["default"].weight
+        assert torch.allclose(weights[key], base[key] + (6.0 / 4) * b_a, atol=1e-6), key
+    assert adapters and all(torch.equal(v, base[k]) for k, v in weights.items() if k.rsplit(".", 1)[0] not in {
+        n.removeprefix("base_model.model.") for n in adapters
+    })  # fmt: skip
     assert relative(velocity(family, merged), velocity(family, family.transformer)) < 1e-5
 
 
@@ -214,3 +218,22 @@ def test_a_plain_diffusers_pipeline_with_the_exported_lora_draws_the_trainers_ev
     moved = float((base - ours).abs().max())
     print(f"max pixel difference (images in [0, 1]): {difference:.3e}; the LoRA moves them by {moved:.3e}")
     assert difference < 1e-5 < moved  # the LoRA changes the images; the reload does not
+
+
+def test_the_cli_exports_the_jobs_final_model_folder_as_it_exports_the_checkpoint(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainer.__main__ import main
+    from trainer.checkpoint import export_model
+
+    spec = spec_data("sd3")
+    family, checkpoint = trained(parse_spec(spec), tmp_path)
+    export_model(family.transformer, tmp_path / "job" / "model")  # what a finished job leaves in model/
+    path = write_spec(tmp_path / "spec.json", spec)
+    files = []
+    for source, out in ((checkpoint, tmp_path / "a"), (tmp_path / "job" / "model", tmp_path / "b")):
+        argv = ["export", "--spec", str(path), "--checkpoint", str(source), "--format", "comfyui", "--out", str(out)]
+        assert main(argv) == 0
+        files.append(load_file(str(out / "comfyui_lora.safetensors")))
+    assert "comfyui export written to" in capsys.readouterr().out
+    assert files[0].keys() == files[1].keys() and all(torch.equal(files[0][k], files[1][k]) for k in files[0])
