@@ -1,4 +1,5 @@
-"""Per-team webhooks: `webhooks` (team, URL, signing secret), `webhook_deliveries` (event, body sent, state) and
+"""Per-team webhooks: `webhooks` (team, URL, signing secret), `webhook_deliveries` (event, body sent, state,
+when handed to the workers) and
 `webhook_attempts` (each try: when, status code or error), the delivery history the team page shows.
 
 Revision ID: 0017
@@ -36,8 +37,10 @@ def upgrade() -> None:
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("state", sa.String(12), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("queued_at", sa.DateTime(), nullable=True),
     )
     op.create_index("ix_webhook_deliveries_webhook_id", "webhook_deliveries", ["webhook_id"])
+    op.create_index("ix_webhook_deliveries_queued_at", "webhook_deliveries", ["queued_at"])
     op.create_table(
         "webhook_attempts",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -55,6 +58,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_webhook_attempts_delivery_id", "webhook_attempts")
     op.drop_table("webhook_attempts")
+    op.drop_index("ix_webhook_deliveries_queued_at", "webhook_deliveries")
     op.drop_index("ix_webhook_deliveries_webhook_id", "webhook_deliveries")
     op.drop_table("webhook_deliveries")
     op.drop_index("ix_webhooks_team_id", "webhooks")

@@ -1,7 +1,8 @@
 """A team's webhooks and the deliveries made to them, each attempt kept, so the team page shows what was sent.
 
-A delivery is written pending in the unit of work of the event that caused it, and made by a worker task
-(server.services.webhook_delivery), never inside the request: its attempts are the delivery history.
+A delivery is written pending in the unit of work of the event that caused it, handed to the workers by the
+scheduler process (server.services.notification_queue) and made by a worker task (server.services.webhook_delivery),
+never inside the request: its attempts are the delivery history.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class WebhookDelivery(Base):
     body: Mapped[str] = mapped_column(Text)  # the JSON sent, the same bytes on every attempt
     state: Mapped[str] = mapped_column(String(12), default="pending")  # pending, delivered, failed
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)  # handed to the workers
 
     attempts: Mapped[list[WebhookAttempt]] = relationship(
         cascade="all, delete-orphan", order_by="WebhookAttempt.attempt"

@@ -1,7 +1,8 @@
 """The one place a job changes status, so every change follows the transition table and leaves a job event
 behind, an attempt is opened when the job is placed, started with the job's trainer and closed when the job is no
 longer placed (services.job_attempts),
-a job that is no longer placed holds no job token, and a job to place or devices freed wake the scheduler."""
+a job that is no longer placed holds no job token, a job to place or devices freed wake the scheduler, and a job
+that ends is told to its team's webhooks (services.webhook_events)."""
 
 from collections.abc import Sequence
 
@@ -11,6 +12,7 @@ from server.models import JOB_TRANSITIONS, PLACED_STATES, TERMINAL_STATES, Job, 
 from server.services.errors import Conflict
 from server.services.job_attempts import AttemptEnd, close_attempt, current_attempt, mark_started
 from server.services.scheduler_wakeup import wake_scheduler
+from server.services.webhook_events import queue_job_end_events
 
 
 class IllegalTransition(Conflict):
@@ -40,6 +42,8 @@ def set_status(
     elif status == JobStatus.SCHEDULED:
         current_attempt(session, job)  # the placement's new attempt begins
     _record(session, job, status, message)
+    if status in TERMINAL_STATES:
+        queue_job_end_events(session, job)  # the team's webhooks hear of it once this unit of work commits
     if status == JobStatus.RUNNING:
         mark_started(session, job)  # after the job's own start, so the attempt never starts before it
 

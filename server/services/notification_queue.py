@@ -1,26 +1,48 @@
-"""Hands a pending webhook delivery to the workers: a Celery task on the notifications queue, which every worker
-consumes beside its host's queue. Sent after the delivery's row is committed, so the task always finds it."""
+"""Hands pending webhook deliveries to the workers: the scheduler process sends each new one, once, as a Celery
+task on the notifications queue, which every worker consumes beside its host's queue. The rows are written in
+the unit of work of their event (a job's end, a test button), so no event is lost to a failed send: a row whose
+mark is rolled back is sent again on the next pass (at least once; the task ignores a delivery that is over)."""
 
 from __future__ import annotations
 
-from functools import cache
+import logging
+import threading
+from collections.abc import Callable
 
-from celery import Celery
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
 
-from server.config import Settings
+from server.db import session_scope
+from server.models import WebhookDelivery, utcnow
+
+log = logging.getLogger(__name__)
 
 DELIVER_WEBHOOK_TASK = "worker.deliver_webhook"
 NOTIFICATIONS_QUEUE = "notifications"
+SEND_INTERVAL_S = 2.0
+SEND_BATCH = 100
 
 
-@cache
-def _client(broker_url: str) -> Celery:
-    return Celery("sfumato-notifications", broker=broker_url, set_as_current=False)
+def send_pending_deliveries(factory: sessionmaker[Session], send: Callable[[int], None]) -> int:
+    """Send every delivery not yet handed to the workers (up to SEND_BATCH) and mark it; how many were sent."""
+    with session_scope(factory) as session:
+        deliveries = session.scalars(
+            select(WebhookDelivery)
+            .where(WebhookDelivery.queued_at.is_(None), WebhookDelivery.state == "pending")
+            .order_by(WebhookDelivery.id)
+            .limit(SEND_BATCH)
+        ).all()
+        now = utcnow()
+        for delivery in deliveries:
+            send(delivery.id)
+            delivery.queued_at = now
+        return len(deliveries)
 
 
-def send_delivery(settings: Settings, delivery_id: int) -> None:
-    """Queue the first attempt of a committed delivery."""
-    broker_url = settings.resolved_broker_url()
-    if broker_url.startswith(("sqla+sqlite", "sqlalchemy+sqlite")):
-        settings.home.mkdir(parents=True, exist_ok=True)
-    _client(broker_url).send_task(DELIVER_WEBHOOK_TASK, kwargs={"delivery_id": delivery_id}, queue=NOTIFICATIONS_QUEUE)
+def run_notification_sender(factory: sessionmaker[Session], send: Callable[[int], None], stop: threading.Event) -> None:
+    """The scheduler process's sender: a pass every SEND_INTERVAL_S until `stop`."""
+    while not stop.wait(SEND_INTERVAL_S):
+        try:
+            send_pending_deliveries(factory, send)
+        except Exception:  # a database or broker outage: the rows stay pending for the next pass
+            log.exception("sending webhook deliveries failed; trying again")

@@ -103,7 +103,7 @@ def delete_webhook(session: Session, caller: Caller, team_id: int, webhook_id: i
 
 
 def queue_test_delivery(session: Session, caller: Caller, team_id: int, webhook_id: int) -> int:
-    """A pending `test` delivery to the webhook (committed; the caller hands it to the workers)."""
+    """A pending `test` delivery to the webhook, committed; the scheduler process hands it to the workers."""
     ensure_writer(caller)
     team = visible_team(session, caller, team_id)
     webhook = _team_webhook(session, team_id, webhook_id)

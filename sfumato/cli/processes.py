@@ -220,6 +220,7 @@ def scheduler() -> None:
     """The scheduler loop: places queued jobs on free devices and notices lost hosts."""
     from server.config import get_settings
     from server.db import get_sessionmaker
+    from server.services.notification_queue import DELIVER_WEBHOOK_TASK, NOTIFICATIONS_QUEUE, run_notification_sender
     from server.services.placement_pass import NodeTask
     from server.services.reward_reachability import run_reward_prober
     from server.services.scheduler import RUN_JOB_TASK, run_scheduler
@@ -241,6 +242,12 @@ def scheduler() -> None:
         name = RUN_SERVICE_TASK if isinstance(task, ServiceTask) else RUN_JOB_TASK
         celery_app.send_task(name, kwargs=task.task_kwargs(), queue=task.queue)
 
+    def send_delivery(delivery_id: int) -> None:
+        celery_app.send_task(DELIVER_WEBHOOK_TASK, kwargs={"delivery_id": delivery_id}, queue=NOTIFICATIONS_QUEUE)
+
+    threading.Thread(  # webhook deliveries written by job ends and test buttons, handed to the workers
+        target=run_notification_sender, args=(get_sessionmaker(), send_delivery, stop), name="webhooks", daemon=True
+    ).start()
     if settings.remote_reward_probe:  # the submit's remote reward probes, answered beside the passes
         threading.Thread(
             target=run_reward_prober, args=(get_sessionmaker(), settings, stop), name="reward-prober", daemon=True

@@ -7,27 +7,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from server_harness import Harness, Headers
+from webhook_receiver import Receiver, receiving
 
 from server.config import Settings
 from server.db import session_scope
 from server.services.webhook_delivery import MAX_ATTEMPTS, attempt_delivery, retry_delay
-
-
-@dataclass
-class Receiver:
-    """A local HTTP server answering the statuses given, in turn (then 200), and keeping what it was sent."""
-
-    url: str
-    statuses: list[int]
-    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -38,27 +27,8 @@ def settings(settings: Settings) -> Settings:
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    state = Receiver(url="", statuses=[])
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.received.append((dict(self.headers.items()), body))
-            self.send_response(state.statuses.pop(0) if state.statuses else 200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with receiving() as state:
+        yield state
 
 
 def team_id(harness: Harness, headers: Headers) -> int:

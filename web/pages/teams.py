@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -10,16 +11,19 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from server.api.deps import get_session
+from server.api.deps import get_session, get_settings
+from server.config import Settings
 from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserChange, UserCreate
 from server.schemas.common import MAX_INT32
-from server.services import accounts, audit, offboarding
+from server.schemas.webhooks import WebhookCreate
+from server.services import accounts, audit, offboarding, webhooks
 from server.services.audit import AUDIT_ACTIONS
 from server.services.auth import Caller
 from server.services.errors import Forbidden, NotFound, ServiceError
 from server.services.scoping import ensure_server_admin, ensure_team_admin, team_role, visible_team
 from web.pages.account import form_fields, messages
 from web.pages.deps import PageNotFound, page_caller, require_csrf
+from web.pages.page_write import page_write
 from web.pages.render import error_page, render
 
 router = APIRouter()
@@ -53,7 +57,13 @@ async def create_team(
 
 
 def _team_page(
-    request: Request, session: Session, caller: Caller, team_id: int, errors: list[str], status_code: int = 200
+    request: Request,
+    session: Session,
+    caller: Caller,
+    team_id: int,
+    errors: list[str],
+    status_code: int = 200,
+    created_secret: str | None = None,
 ) -> Response:
     try:
         team = visible_team(session, caller, team_id)
@@ -64,6 +74,11 @@ def _team_page(
         "team": team,
         "members": accounts.list_members(session, caller, team_id).items,
         "manage": caller.can_write and (caller.is_admin or team_role(caller, team_id) == "admin"),
+        "webhooks": [
+            (w, webhooks.list_deliveries(session, caller, team_id, w.id).items)
+            for w in webhooks.list_webhooks(session, caller, team_id).items
+        ],
+        "created_secret": created_secret,
         "errors": errors,
     }
     return render(request, "team.html", context, status_code=status_code)
@@ -125,6 +140,71 @@ async def remove_member(
     session: Session = Depends(get_session),
 ) -> Response:
     return await _member_change(request, session, caller, team_id, "remove", user_id)
+
+
+@router.post("/teams/{team_id}/webhooks", dependencies=[Depends(require_csrf)])
+async def create_webhook(
+    request: Request,
+    team_id: PageId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> Response:
+    """A webhook for the team; the page shows its signing secret this once."""
+    try:
+        visible_team(session, caller, team_id)
+    except NotFound:
+        raise PageNotFound(f"team #{team_id}") from None
+    form = await form_fields(request)
+    try:
+        created = webhooks.create_webhook(session, caller, settings, team_id, WebhookCreate.model_validate(form))
+    except (ServiceError, ValidationError) as exc:
+        status_code = exc.status_code if isinstance(exc, ServiceError) else 422
+        return _team_page(request, session, caller, team_id, messages(exc), status_code)
+    return _team_page(request, session, caller, team_id, [], 201, created_secret=created.secret)
+
+
+def _webhook_change(
+    request: Request,
+    session: Session,
+    caller: Caller,
+    team_id: int,
+    webhook_id: int,
+    change: Callable[[Session, Caller, int, int], object],
+    refused: str,
+) -> Response:
+    """Test or delete a webhook, then back to the team page."""
+
+    def write() -> str:
+        change(session, caller, team_id, webhook_id)
+        return f"/teams/{team_id}"
+
+    return page_write(request, caller, f"webhook #{webhook_id}", refused, write)
+
+
+@router.post("/teams/{team_id}/webhooks/{webhook_id}/test", dependencies=[Depends(require_csrf)])
+def send_test(
+    request: Request,
+    team_id: PageId,
+    webhook_id: PageId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    """Queue a test delivery; the button's htmx request swaps in the webhook's section of the page it lands on."""
+    change = webhooks.queue_test_delivery
+    return _webhook_change(request, session, caller, team_id, webhook_id, change, "Test not sent")
+
+
+@router.post("/teams/{team_id}/webhooks/{webhook_id}/delete", dependencies=[Depends(require_csrf)])
+def delete_webhook(
+    request: Request,
+    team_id: PageId,
+    webhook_id: PageId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+) -> Response:
+    change = webhooks.delete_webhook
+    return _webhook_change(request, session, caller, team_id, webhook_id, change, "Webhook not deleted")
 
 
 @router.get("/teams/{team_id}/audit", response_class=HTMLResponse)

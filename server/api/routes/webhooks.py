@@ -11,7 +11,6 @@ from server.api.routes.teams import TeamId
 from server.schemas.common import MAX_INT32, ErrorBody
 from server.schemas.webhooks import DeliveryList, TestQueued, WebhookCreate, WebhookCreated, WebhookList
 from server.services import webhooks
-from server.services.notification_queue import send_delivery
 
 router = APIRouter(
     tags=["webhooks"],
@@ -60,10 +59,6 @@ def list_deliveries(team_id: TeamId, webhook_id: WebhookId, session: SessionDep,
 @router.post(
     "/teams/{team_id}/webhooks/{webhook_id}/test", status_code=status.HTTP_202_ACCEPTED, response_model=TestQueued
 )
-def send_test(
-    team_id: TeamId, webhook_id: WebhookId, session: SessionDep, settings: SettingsDep, caller: WriterDep
-) -> TestQueued:
+def send_test(team_id: TeamId, webhook_id: WebhookId, session: SessionDep, caller: WriterDep) -> TestQueued:
     """Queue a `test` delivery (team admins); a worker makes it, and its attempts appear in the deliveries."""
-    delivery_id = webhooks.queue_test_delivery(session, caller, team_id, webhook_id)
-    send_delivery(settings, delivery_id)
-    return TestQueued(delivery_id=delivery_id)
+    return TestQueued(delivery_id=webhooks.queue_test_delivery(session, caller, team_id, webhook_id))

@@ -1,0 +1,33 @@
+"""On the embedded platform (`sfumato up`) the "send test" of a webhook travels the real path: the API writes the
+delivery, the scheduler process hands it to the notifications queue, the worker's task POSTs it, signed, to a
+receiver on this machine, and the attempt appears in the delivery history."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from platform_harness import Platform
+from webhook_receiver import receiving
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_test_delivery_reaches_a_local_receiver_through_the_scheduler_and_a_worker(sfumato_up: Platform) -> None:
+    with receiving() as receiver, sfumato_up.client() as http:
+        team = http.post("/api/v1/teams", json={"name": "lab"})
+        assert team.status_code == 201, team.text
+        hooks = f"/api/v1/teams/{team.json()['id']}/webhooks"
+        webhook = http.post(hooks, json={"url": receiver.url})
+        assert webhook.status_code == 201, webhook.text
+        queued = http.post(f"{hooks}/{webhook.json()['id']}/test")
+        assert queued.status_code == 202, queued.text
+
+        def delivered() -> list[dict] | None:
+            items = http.get(f"{hooks}/{webhook.json()['id']}/deliveries").json()["items"]
+            return items if items and items[0]["state"] == "delivered" else None
+
+        [delivery] = sfumato_up.wait_for("the test delivery", delivered, timeout=60)
+    assert [(a["attempt"], a["status_code"]) for a in delivery["attempts"]] == [(1, 200)]
+    [(headers, body)] = receiver.received
+    assert json.loads(body)["event"] == "test" and headers["X-Sfumato-Signature"].startswith("sha256=")
