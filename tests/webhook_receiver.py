@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +15,7 @@ class Receiver:
     url: str
     statuses: list[int]
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    on_post: Callable[[], None] = lambda: None  # run before answering
 
 
 @contextmanager
@@ -25,6 +26,7 @@ def receiving() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             state.received.append((dict(self.headers.items()), body))
+            state.on_post()
             self.send_response(state.statuses.pop(0) if state.statuses else 200)
             self.send_header("Content-Length", "0")
             self.end_headers()

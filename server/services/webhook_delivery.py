@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
+from server.db import session_scope
 from server.models import Webhook, WebhookAttempt, WebhookDelivery, utcnow
 from server.services.outgoing_http import post_body
 from server.services.webhook_payloads import signed_headers
@@ -27,25 +28,28 @@ def retry_delay(attempt: int) -> float:
     return RETRY_BASE_S * 2 ** (attempt - 1)
 
 
-def attempt_delivery(session: Session, delivery_id: int, settings: Settings) -> float | None:
-    """Make the next attempt of a pending delivery and record it (the caller commits); the seconds to wait before
-    trying again, or None when the delivery is over (delivered, failed for good, or gone)."""
-    delivery = session.get(WebhookDelivery, delivery_id)
-    if delivery is None or delivery.state != "pending":
-        return None
-    webhook = session.get_one(Webhook, delivery.webhook_id)
-    attempt = len(delivery.attempts) + 1
-    now = utcnow()
-    body = delivery.body.encode()
-    headers = signed_headers(webhook.secret, int(time.time()), body)
+def attempt_delivery(factory: sessionmaker[Session], delivery_id: int, settings: Settings) -> float | None:
+    """Make the next attempt of a pending delivery and record it; the seconds to wait before trying again, or None
+    when the delivery is over (delivered, failed for good, or gone). The POST runs between two short transactions,
+    never inside one: on SQLite a transaction holds the database's write lock."""
+    with session_scope(factory) as session:
+        delivery = session.get(WebhookDelivery, delivery_id)
+        if delivery is None or delivery.state != "pending":
+            return None
+        webhook = session.get_one(Webhook, delivery.webhook_id)
+        url, secret, body, attempt = webhook.url, webhook.secret, delivery.body.encode(), len(delivery.attempts) + 1
+    at = utcnow()
+    headers = signed_headers(secret, int(time.time()), body)
     status, error = post_body(
-        webhook.url, body, headers, allow_private=settings.allow_private_urls, timeout_s=ATTEMPT_TIMEOUT_S
+        url, body, headers, allow_private=settings.allow_private_urls, timeout_s=ATTEMPT_TIMEOUT_S
     )
-    delivery.attempts.append(WebhookAttempt(attempt=attempt, at=now, status_code=status, error=error))
-    if status is not None and 200 <= status < 300:
-        delivery.state = "delivered"
-        return None
-    if attempt >= MAX_ATTEMPTS:
-        delivery.state = "failed"
-        return None
+    delivered = status is not None and 200 <= status < 300
+    with session_scope(factory) as session:
+        delivery = session.get(WebhookDelivery, delivery_id)
+        if delivery is None:  # its webhook was deleted meanwhile
+            return None
+        delivery.attempts.append(WebhookAttempt(attempt=attempt, at=at, status_code=status, error=error))
+        if delivered or attempt >= MAX_ATTEMPTS:
+            delivery.state = "delivered" if delivered else "failed"
+            return None
     return retry_delay(attempt)

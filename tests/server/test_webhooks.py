@@ -12,10 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 from server_harness import Harness, Headers
+from sqlalchemy import update
 from webhook_receiver import Receiver, receiving
 
 from server.config import Settings
 from server.db import session_scope
+from server.models import Team, WebhookDelivery
 from server.services.webhook_delivery import MAX_ATTEMPTS, attempt_delivery, retry_delay
 
 
@@ -51,8 +53,7 @@ def queue_test(harness: Harness, headers: Headers, webhook: dict) -> int:
 
 def attempt(harness: Harness, delivery_id: int) -> float | None:
     """What the worker task does on each run."""
-    with session_scope(harness.sessions) as session:
-        return attempt_delivery(session, delivery_id, harness.settings)
+    return attempt_delivery(harness.sessions, delivery_id, harness.settings)
 
 
 def test_a_delivery_carries_a_slack_text_and_a_body_signed_with_the_webhooks_secret(
@@ -85,6 +86,23 @@ def test_a_receiver_that_fails_twice_gets_the_delivery_on_the_third_attempt_afte
         ("delivered", [(1, 500), (2, 503), (3, 200)])
     ]
     assert len({body for _, body in receiver.received}) == 1  # every attempt sends the same body
+
+
+def test_a_receiver_that_writes_to_the_platform_before_answering_is_not_blocked_by_the_delivery(
+    harness: Harness, lab: Headers, receiver: Receiver
+) -> None:
+    """The POST runs outside any transaction: on SQLite one would hold the write lock until the answer."""
+    webhook = create(harness, lab, receiver.url)
+    delivery_id = queue_test(harness, lab, webhook)
+
+    def write() -> None:
+        with session_scope(harness.sessions) as session:
+            session.execute(update(Team).where(Team.name == "lab").values(max_devices=4))
+
+    receiver.on_post = write
+    assert attempt(harness, delivery_id) is None
+    with harness.session() as session:
+        assert session.get_one(WebhookDelivery, delivery_id).state == "delivered"
 
 
 def test_a_delivery_that_never_succeeds_stops_after_the_last_attempt_as_failed(
