@@ -35,7 +35,9 @@ DEFINITIONS = Definitions(
     warmup_steps=throughput.WARMUP_STEPS,
     speedup="samples/s over the samples/s of the reference job (reference_job_id): the one named by reference=, "
     "else the native job with the same spec apart from the executor, nearest in time, else the native job with "
-    "the lowest id, whatever the order of the ids; null when the set has no native job and none is named",
+    "the lowest id, whatever the order of the ids; null when the set has no native job and none is named, and "
+    "for a job of another algorithm than the reference's (samples/s does not compare methods that do different "
+    "work per sample: time_to_reward compares them)",
     bound="the analytical speedup of the job's executor over native on the job's own spec (cost model in "
     "forwards per sample per step); null for executors it does not model",
     audited_cosine=audited_cosine.DEFINITION,
@@ -118,7 +120,8 @@ def compare(
         final = finals.get((job.id, REWARD_KEY))
         job_evals = evals[job.id]
         speed = speeds[job.id]
-        speedup = speed / base if speed is not None and base else None
+        same_method = picked is not None and job.algorithm == picked.job.algorithm
+        speedup = speed / base if speed is not None and base and same_method else None
         bound = bound_speedup(job.spec)
         hit = time_to_reward.reached(curves[job.id], target.value)
         curve = time_to_reward.thinned(curves[job.id], hit)

@@ -181,6 +181,15 @@ def test_without_a_native_job_of_the_same_spec_the_reference_is_the_lowest_nativ
     assert body["reference_reason"].startswith("the native job with the lowest id")
 
 
+def test_a_job_of_another_algorithm_than_the_reference_s_has_no_speedup(harness: Harness) -> None:
+    native = _timed_job(harness, "native", 10.0, 1)
+    lean = _timed_job(harness, "lean_retain", 15.0, 2)
+    dance = _timed_job(harness, "native", 20.0, 3, algorithm={"name": "dance_grpo"})
+    rows = {row["id"]: row for row in _compare(harness, [native, lean, dance]).json()["jobs"]}
+    assert (rows[native]["speedup"], rows[lean]["speedup"]) == (1.0, 1.5)
+    assert (rows[dance]["samples_per_s"], rows[dance]["speedup"], rows[dance]["of_bound"]) == (20.0, None, None)
+
+
 def test_a_named_reference_is_used_and_said(harness: Harness) -> None:
     native = _timed_job(harness, "native", 10.0, 1)
     lean = _timed_job(harness, "lean_retain", 20.0, 2)
