@@ -81,7 +81,7 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
 
 def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int) -> list[str]:
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
-    fill |= {"service_id": 1, "advice_id": 1}
+    fill |= {"service_id": 1, "advice_id": 1, "webhook_id": 1}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
     urls = []
     for path, route in _get_routes(harness.client.app.routes):
@@ -105,6 +105,8 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     assert harness.client.post("/api/v1/services", json=service, headers=harness.admin).status_code == 201
     advise = {"spec": {"name": "extremes"}, "memory_budget": "1GiB"}
     assert harness.client.post("/api/v1/advise", json=advise, headers=harness.admin).status_code == 202
+    webhook = {"url": "https://hooks.example.com/sfumato"}
+    assert harness.client.post("/api/v1/teams/1/webhooks", json=webhook, headers=harness.admin).status_code == 201
     token = harness.start_job(job_id)
     files = {"image": ("s.png", png_bytes(), "image/png")}
     form = {"attempt": "1", "step": "1", "kind": "eval", "prompt": "p", "seed": "1"}
