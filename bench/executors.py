@@ -5,15 +5,15 @@ than one sample (per-op overhead dominates), as on no GPU; one process each (nat
 lean_reweight, jagg and every other executor the trainer's registry holds that runs on one process, interleaved)
 at T = 10 with K = 9 and K = 4, full fine-tuning and LoRA; then two gloo ranks for lean_reweight's single
 all-reduce and for digenrl (1 generator + 1 trainer).
-Compute-bound: T = 10 with K = 9 (full fine-tuning and LoRA) and K = 4 (full), and K = 9 again with JAGG routing
-one group, every one-process executor interleaved in one run, each with its bound from the shared cost model
-(``trainer/spec/cost_model.py``), measured/bound and its audit cosine against native; on an SD3-shaped model with 576 image tokens (``trainer/models/sized_sd3.py``), sized so
-a batch of four costs about four batches of one (0.99 in the bench's interleaved medians on a shared 2-core
-VM, by process CPU time; at 256 tokens per-call work a batch shares kept it at 0.72-0.85), so lean_reweight's
-per-sample rollouts are priced as on a GPU. Each table's heading gives the ratio this run measured, and the
-file the load average the run saw: on a loaded machine the ratio moves (timing noise), and the bounds with it.
-K = T is impossible: the near-clean last step is never trained (the spec refuses K >= T), so K = 9 is
-the full trajectory.
+Compute-bound: T = 10 with K = 9 (full fine-tuning and LoRA) and K = 4 (full), and K = 9 again with JAGG routing one
+group, every one-process executor interleaved in one run, each with its bound from the shared cost model
+(``trainer/spec/cost_model.py``), measured/bound and its audit cosine against native; on an SD3-shaped model with
+576 image tokens (``trainer/models/sized_sd3.py``), sized so a batch of four costs about four batches of one (0.99
+in the bench's interleaved medians on a shared 2-core VM, by process CPU time; at 256 tokens per-call work a batch
+shares kept it at 0.72-0.85), so lean_reweight's per-sample rollouts are priced as on a GPU. Each table's heading
+gives the ratio this run measured, and the file the load average the run saw: on a loaded machine the ratio moves
+(timing noise), and the bounds with it. K = T is impossible: the near-clean last step is never trained (the spec
+refuses K >= T), so K = 9 is the full trajectory.
 Writes executors.md (the tables) and executors.json (every report).
 """
 
