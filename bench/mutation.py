@@ -74,6 +74,19 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_jagg_against_native.py",
         "tests/executors/test_jagg_probes.py",
     ],
+    # The composed executors: held to jagg's gradient by the audit (against_jagg), on one rank and two.
+    "trainer/executors/jagg_groups.py": [
+        "tests/executors/test_jagg_against_native.py",
+        "tests/executors/test_jagg_composed_audit.py",
+    ],
+    "trainer/executors/jagg_retain.py": [
+        "tests/executors/test_jagg_composed_audit.py",
+        "tests/executors/test_jagg_composed_spec.py",
+    ],
+    "trainer/executors/jagg_reweight.py": [
+        "tests/executors/test_jagg_composed_audit.py",
+        "tests/executors/test_jagg_composed_spec.py",
+    ],
     "trainer/executors/graph_rollout.py": [
         "tests/executors/test_native_step.py",
         "tests/executors/test_retain_backward_rows.py",
