@@ -427,14 +427,21 @@ def judge(
     return result
 
 
-def same_estimator(session: AuditSession, step: Capture, base: Capture, floor: dict[str, Any]) -> dict[str, Any]:
-    """A composed executor's first update against the executor whose estimator it is (jagg_retain against jagg):
-    the same gradient up to summation order, so within the first update's E1 bound (FLOOR_SAFETY × native's floor,
-    at least CLASS_BOUNDS["E1"]), or a fail."""
-    figures = gradient_figures(step.gradient, base.gradient, step.per_tensor, base.per_tensor, session.names)
-    figures["bound"] = bound = floor["bound"]["total"][0]
-    figures["verdict"] = "pass" if all_finite(figures) and figures["rel_l2"] <= bound else "fail"
-    return figures
+def same_estimator(
+    session: AuditSession, captures: dict[str, Capture], base: dict[str, Capture], floor: dict[str, Any]
+) -> dict[str, Any]:
+    """A composed executor's first update against the executor whose estimator it is (jagg_retain against jagg),
+    each term apart (the whole loss, the policy term, the KL term: a KL's small share of the whole hides its error):
+    the same gradient up to summation order, so within the first update's E1 bound of that term (FLOOR_SAFETY ×
+    native's floor, at least CLASS_BOUNDS["E1"]), or a fail. The whole loss's figures stay at the top."""
+    terms = {}
+    for term in session.terms:
+        got, want = captures[term], base[term]
+        figures = gradient_figures(got.gradient, want.gradient, got.per_tensor, want.per_tensor, session.names)
+        figures["bound"] = bound = floor["bound"][term][0]
+        figures["verdict"] = "pass" if all_finite(figures) and figures["rel_l2"] <= bound else "fail"
+        terms[term] = figures
+    return terms["total"] | {"terms": terms, "verdict": worst([t["verdict"] for t in terms.values()])}
 
 
 def with_estimators(names: list[str]) -> list[str]:
@@ -449,17 +456,17 @@ def audited_executor(
     native: dict[str, Capture],
     floor: dict[str, Any],
     bf16: bool,
-    estimators: dict[str, Capture],
+    estimators: dict[str, dict[str, Capture]],
 ) -> dict[str, Any]:
     """One executor's JSON: its step judged against native's (``judge``), and a composed executor's also against the
-    executor whose estimator it is (``same_estimator``; that executor's capture is kept in ``estimators``)."""
+    executor whose estimator it is (``same_estimator``; its captures per term kept in ``estimators``)."""
     captures = {term: session.capture(name, variant=Variant(term)) for term in session.terms}
     result = judge(session, name, captures, native, floor, bf16)
     base = EXECUTOR_CLASSES[name].estimator_of
     if base is not None:
         if base not in estimators:
-            estimators[base] = session.capture(base)
-        result[f"against_{base}"] = same_estimator(session, captures["total"], estimators[base], floor)
+            estimators[base] = {term: session.capture(base, variant=Variant(term)) for term in session.terms}
+        result[f"against_{base}"] = same_estimator(session, captures, estimators[base], floor)
         result["verdict"] = worst([result["verdict"], result[f"against_{base}"]["verdict"]])
     return result
 
@@ -515,7 +522,7 @@ def audit(spec_path: Path, names: list[str]) -> dict[str, Any]:
         "native_floor": floor,
         "executors": {},
     }
-    estimators: dict[str, Capture] = {}
+    estimators: dict[str, dict[str, Capture]] = {}
     for name in names[1:]:
         report["executors"][name] = audited_executor(session, name, native, floor, bf16, estimators)
     session.dist.barrier()

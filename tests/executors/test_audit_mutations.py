@@ -21,6 +21,7 @@ import pytest
 import torch
 from test_audit import DANCE_GROUP_STD
 
+import trainer.executors.jagg_reweight
 import trainer.executors.lean_retain
 import trainer.executors.lean_reweight
 from tests.executors.conftest import audit_spec
@@ -34,6 +35,7 @@ from trainer.rollout import Trajectory
 
 LEAN = {"lean_retain": trainer.executors.lean_retain, "lean_reweight": trainer.executors.lean_reweight}
 DANCE_KL = {**DANCE_GROUP_STD, "kl_beta": 0.004}
+JAGG_KL = {"name": "jagg_reweight", "kl": "extra_vjp", "group_width": 4}
 HYBRID = {"name": "lean_retain", "after_first_update": "native"}  # lean_reweight shares after_first_update
 
 
@@ -128,3 +130,16 @@ def test_a_hybrid_schedule_that_skips_its_second_update_fails_the_audit(
     assert result["updates_taken"] == 1
     assert [u["terms"]["total"]["verdict"] for u in result["updates"]] == ["pass"]  # the one update both took
     assert result["verdict"] == "fail"
+
+
+def test_a_kl_scaled_by_1_01_in_jagg_reweight_fails_its_audit_against_jagg_on_the_kl_term(
+    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def scaled(mean: torch.Tensor, reference: torch.Tensor, kl_std: torch.Tensor) -> torch.Tensor:
+        return 1.01 * reference_kl(mean, reference, kl_std)
+
+    monkeypatch.setattr(trainer.executors.jagg_reweight, "reference_kl", scaled)
+    spec = audit_spec(algorithm={**DANCE_KL, "train_timesteps": 5, "sampling_steps": 6}, executor=JAGG_KL)
+    against = audited(tmp_path, spec, "jagg_reweight")["against_jagg"]
+    assert against["verdict"] == "fail" and against["terms"]["kl"]["verdict"] == "fail"
+    assert against["terms"]["policy"]["verdict"] == "pass"
