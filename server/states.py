@@ -134,10 +134,17 @@ SERVICE_TRANSITIONS: Mapping[ServiceState, frozenset[ServiceState]] = {
 
 
 class JobKind(StrEnum):
-    """What a job's trainer runs: `python -m trainer run` (train) or `python -m trainer probe` (the advisor's)."""
+    """What a job's trainer runs: `python -m trainer run` (train), `python -m trainer probe` (the advisor's), or
+    `python -m trainer task` for a task on a checkpoint (an export, an evaluation, a playground grid)."""
 
     TRAIN = "train"
     PROBE = "probe"
+    EXPORT = "export"
+    EVAL = "eval"
+    PLAYGROUND = "playground"
+
+
+TASK_KINDS = (JobKind.EXPORT, JobKind.EVAL, JobKind.PLAYGROUND)
 
 
 class AdviceState(StrEnum):

@@ -53,6 +53,11 @@ class Job(Base):
     advice_id: Mapped[int | None] = mapped_column(
         ForeignKey("advice.id", ondelete="SET NULL", name="fk_jobs_advice_id"), index=True
     )
+    # A task job's task (trainer.spec.task: an export, an evaluation, a playground grid) and the checkpoint it reads.
+    task: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    source_artifact_id: Mapped[int | None] = mapped_column(
+        ForeignKey("artifacts.id", ondelete="SET NULL", name="fk_jobs_source_artifact_id"), index=True
+    )
 
     owner = relationship("User")
     team = relationship("Team")
