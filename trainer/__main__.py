@@ -1,4 +1,5 @@
-"""``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``, ``export``).
+"""``python -m trainer run --spec FILE --output-dir DIR [--resume]`` (and ``audit``, ``bench``, ``probe``, ``export``,
+``task``).
 
 Exit status 0 means the job succeeded; 2 means the spec cannot run (the message names the field); 75 means a part
 of the platform stayed unreachable for the whole outage window (trainer/spec/exit_codes.py).
@@ -44,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     export_parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoints/step-N or model/")
     export_parser.add_argument("--format", required=True, help="diffusers, comfyui or merged")
     export_parser.add_argument("--out", type=Path, required=True)
+    task_parser = commands.add_parser("task", help="run a task job on a checkpoint (an export, an evaluation, ...)")
+    task_parser.add_argument("--spec", type=Path, required=True, help="the source job's spec")
+    task_parser.add_argument("--output-dir", type=Path, required=True)
+    task_parser.add_argument("--task", type=Path, required=True, help="the task (trainer.spec.task)")
     args = parser.parse_args(argv)
 
     try:
@@ -56,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
             return probe_command(args.spec, args.output_dir, names)
         if args.command == "export":
             return export_command(args.spec, args.checkpoint, args.format, args.out)
+        if args.command == "task":
+            from trainer.tasks.dispatch import run_task
+
+            run_task(args.spec, args.task, args.output_dir)
+            return 0
         from trainer.run import run
 
         run(args.spec, args.output_dir, args.resume)

@@ -17,7 +17,7 @@ SCRUBBED_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MAS
 
 def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
     """`python -m torch.distributed.run ... -m trainer run --spec ... --output-dir ...` for one node (`probe` in place
-    of `run` for the advisor's probe job).
+    of `run` for the advisor's probe job, `task ... --task FILE` for a task job).
 
     Nodes may run different numbers of processes (DigenRL's pools on two hosts): torchrun gives each node
     the global ranks after those of the nodes before it."""
@@ -51,6 +51,8 @@ def torchrun_argv(plan: RunPlan, python: str = sys.executable) -> list[str]:
     argv += ["-m", "trainer", plan.command, "--spec", str(plan.spec_path), "--output-dir", str(plan.run_dir)]
     if plan.resume:
         argv.append("--resume")
+    if plan.task_path is not None:
+        argv += ["--task", str(plan.task_path)]
     return argv
 
 

@@ -25,7 +25,7 @@ from server.services.node_tokens import node_token
 from server.services.retry_policy import retry_or_fail
 from server.services.service_rewards import trainer_spec
 from server.services.tokens import JOB_TOKEN_PREFIX, REWARD_TOKEN_PREFIX, hash_token, new_token
-from server.states import PLACED_STATES, JobKind
+from server.states import PLACED_STATES, TASK_KINDS, JobKind
 from trainer.spec.exit_codes import PLATFORM_OUTAGE_EXIT_CODE, PLATFORM_OUTAGE_PREFIX
 
 # Base of the rendezvous port on a multi-node job's first host; the job id and the attempt pick one above it,
@@ -37,6 +37,13 @@ RENDEZVOUS_PORT_SPREAD = 500
 ROOT_CAUSE_HEADING = "Root Cause (first observed failure):"
 SIGKILL_EXIT_CODES = (-9, 128 + 9)  # Popen's -signal, or a shell's 128 + signal
 ERROR_TAIL_LINES = 40
+
+# The trainer's subcommand for each kind of job.
+TRAINER_COMMANDS = {
+    JobKind.TRAIN: "run",
+    JobKind.PROBE: "probe",
+    **{kind: "task" for kind in TASK_KINDS},
+}
 
 STOP_CANCEL = "cancel"
 STOP_SUPERSEDED = "superseded"
@@ -60,7 +67,8 @@ class RunPlan:
     token: str | None  # the job token: node 0 only, whose rank 0 reports (ingestion only, never sent to a reward)
     rendezvous_endpoint: str | None
     host_devices: int
-    command: str = "run"  # the trainer's subcommand: "probe" for the advisor's probe job
+    command: str = "run"  # the trainer's subcommand: "probe" for the advisor's probe job, "task" for a task job
+    task_path: Path | None = None  # a task job's task file (trainer.spec.task)
     # What every rank shows reward servers: node 0 its reward token, the other nodes their node token
     # (services.node_tokens); only the caller check of the job's team's services accepts either.
     reward_token: str | None = None
@@ -129,6 +137,10 @@ def start_run(
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     spec_path = run_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True))
+    task_path = None
+    if job.task is not None:
+        task_path = run_dir / "task.json"
+        task_path.write_text(json.dumps(job.task, indent=2, sort_keys=True))
 
     token = None
     if node_rank == 0:  # only global rank 0 reports, and it runs on node 0
@@ -175,7 +187,8 @@ def start_run(
             select(func.count()).select_from(Device).where(Device.host_id == allocations[0].host_id, Device.enabled)
         )
         or 1,
-        command="probe" if job.kind == JobKind.PROBE else "run",
+        command=TRAINER_COMMANDS[JobKind(job.kind)],
+        task_path=task_path,
         reward_token=scoring,
     )
 

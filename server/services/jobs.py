@@ -48,16 +48,17 @@ def submit_job(
     team_name: str | None = None,
     *,
     kind: JobKind = JobKind.TRAIN,
-    advice_id: int | None = None,
+    **columns: Any,
 ) -> JobDetail:
     """Validate, check that some host could run it, store it queued. Nothing is stored on any error. ``kind`` and
-    ``advice_id``: the advisor's probe job, or a job submitted from an advice (services.advice)."""
+    ``columns``: the advisor's probe job or a job submitted from an advice (``advice_id``, services.advice), a task
+    job (``task``, ``source_artifact_id``, services.task_jobs)."""
     spec = validate_spec(data, settings)
     team = team_for_submission(caller, team_name)
     check_service_rewards(session, spec, team.team_id, team.team_name)
     check_capacity(session, spec)
     check_queue_room(session, caller.user_id, team.team_id, settings)
-    job = add_job(session, caller, spec, team.team_id, kind=kind, advice_id=advice_id)
+    job = add_job(session, caller, spec, team.team_id, kind=kind, **columns)
     queue_reward_probes(session, [job], settings)
     session.commit()
     detail = job_detail(session, caller, job.id)

@@ -1,0 +1,37 @@
+"""What a task job runs (`python -m trainer task --task FILE`): a task on one checkpoint of a training job, where
+the job's own run would train. Torch-free: the server builds these and the trainer reads them.
+
+Each task names its checkpoint by the artifact the platform holds (`source`); the trainer reads it from the
+source job's folder where the host has it, and fetches it from the platform otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CheckpointSource(BaseModel):
+    """A checkpoint (or a job's final model) the platform registered: the job, the artifact, its step and its
+    path relative to that job's folder."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: int = Field(ge=1)
+    artifact_id: int = Field(ge=1)
+    step: int = Field(ge=0)
+    path: str = Field(min_length=1, max_length=400)
+
+
+class ExportTask(BaseModel):
+    """Write the checkpoint in one format another tool loads (trainer.export.write)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["export"] = "export"
+    source: CheckpointSource
+    format: str = Field(min_length=1, max_length=20)
+
+
+TaskSpec = Annotated[ExportTask, Field(discriminator="kind")]
