@@ -144,6 +144,7 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /api/v1/experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /api/v1/teams/{team_id}/webhooks": {"url": "https://hooks.example.com/hook"},
+    "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
 }
 
 ROUTES = assembled_routes()
