@@ -1,4 +1,4 @@
-"""The job's transformer with a checkpoint's trained weights, on the CPU in fp32, for an export."""
+"""The job's transformer with a checkpoint's trained weights, in fp32, for an export (on the CPU) or a playground."""
 
 from __future__ import annotations
 
@@ -14,13 +14,19 @@ from trainer.spec import JobSpec, SpecError
 
 PEFT_WEIGHTS = "adapter_model.safetensors"  # the job's model/ folder under LoRA (PEFT's save_pretrained)
 DIFFUSERS_CONFIG = "config.json"  # the job's model/ folder under full fine-tuning (diffusers' save_pretrained)
+CPU = torch.device("cpu")
 
 
-def trained_family(spec: JobSpec, checkpoint: Path) -> ModelFamily:
-    """The spec's model (LoRA-wrapped as in training) held in fp32, its trainable weights read from
-    ``checkpoint``: a ``checkpoints/step-N`` folder or the job's final ``model/`` folder."""
+def base_family(spec: JobSpec, device: torch.device = CPU) -> ModelFamily:
+    """The spec's model (LoRA-wrapped as in training, the adapter untrained) held in fp32 on ``device``."""
     model = spec.model.model_copy(update={"precision": "fp32", "gradient_checkpointing": False})
-    family = load_family(model, torch.device("cpu"))
+    return load_family(model, device)
+
+
+def trained_family(spec: JobSpec, checkpoint: Path, device: torch.device = CPU) -> ModelFamily:
+    """The spec's model (LoRA-wrapped as in training) held in fp32 on ``device``, its trainable weights read from
+    ``checkpoint``: a ``checkpoints/step-N`` folder or the job's final ``model/`` folder."""
+    family = base_family(spec, device)
     if (checkpoint / WEIGHTS).is_file():
         parameters = dict(family.transformer.named_parameters())
         unknown = sorted(set(load_file(str(checkpoint / WEIGHTS))) - set(parameters))
@@ -34,7 +40,8 @@ def trained_family(spec: JobSpec, checkpoint: Path) -> ModelFamily:
 
         set_peft_model_state_dict(family.transformer, load_file(str(checkpoint / PEFT_WEIGHTS)))
     elif (checkpoint / DIFFUSERS_CONFIG).is_file() and spec.model.finetune == "full":
-        family.transformer = type(family.transformer).from_pretrained(checkpoint, torch_dtype=torch.float32)
+        transformer = type(family.transformer).from_pretrained(checkpoint, torch_dtype=torch.float32)
+        family.transformer = transformer.to(device)
     else:
         message = f"{checkpoint} is neither a checkpoints/step-N folder nor this {spec.model.finetune} job's model/"
         raise SpecError("checkpoint", message)

@@ -11,17 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainer.spec.checkpoint_source import CheckpointSource
+from trainer.spec.eval_task import EvalTask
+from trainer.spec.playground_task import PlaygroundTask
 
-class CheckpointSource(BaseModel):
-    """A checkpoint (or a job's final model) the platform registered: the job, the artifact, its step and its
-    path relative to that job's folder."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    job_id: int = Field(ge=1)
-    artifact_id: int = Field(ge=1)
-    step: int = Field(ge=0)
-    path: str = Field(min_length=1, max_length=400)
+__all__ = ["CheckpointSource", "EvalTask", "ExportTask", "PlaygroundTask", "TaskSpec"]
 
 
 class ExportTask(BaseModel):
@@ -34,4 +28,4 @@ class ExportTask(BaseModel):
     format: str = Field(min_length=1, max_length=20)
 
 
-TaskSpec = Annotated[ExportTask, Field(discriminator="kind")]
+TaskSpec = Annotated[ExportTask | PlaygroundTask | EvalTask, Field(discriminator="kind")]
