@@ -145,6 +145,7 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /api/v1/teams/{team_id}/webhooks": {"url": "https://hooks.example.com/hook"},
     "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
+    "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},
 }
 
 ROUTES = assembled_routes()

@@ -32,7 +32,8 @@ Attempt = Annotated[int, Field(ge=1, le=10_000)]
 ATTEMPT_SUPERSEDED_CODE = "attempt_superseded"
 MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
 SampleKind = Literal["eval", "train"]
-ArtifactKind = Literal["checkpoint", "model"]
+# An export's `name` is its format and its `step` the checkpoint's step; a playground artifact is its image grid.
+ArtifactKind = Literal["checkpoint", "model", "export", "playground"]
 
 
 class MetricStep(BaseModel):

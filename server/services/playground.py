@@ -1,0 +1,103 @@
+"""Playground runs on a job's checkpoint: each one a playground task job (services.task_jobs) whose trainer draws
+the prompts x seeds with the base model and with the checkpoint, and registers the grid as its `playground`
+artifacts (`grid`, the PNG; `images`, the single images). A run is "saved with" the checkpoint it read: the runs of
+a checkpoint (a model version's) are the playground jobs whose `source_artifact_id` is that checkpoint's."""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from server.models import Artifact, Job
+from server.schemas.jobs import JobDetail
+from server.schemas.playground import PlaygroundList, PlaygroundRequest, PlaygroundRun
+from server.services.auth import Caller
+from server.services.errors import FieldErrors
+from server.services.task_jobs import checkpoint_artifact, checkpoint_source, submit_task_job
+from server.states import JobKind
+from trainer.spec.algorithm import AlgorithmSpec
+from trainer.spec.playground_task import MAX_SAMPLER_STEPS, PlaygroundTask, SamplerSettings
+
+GRID = "grid"
+IMAGES = "images"
+
+
+def sampler_of(job: Job, body: PlaygroundRequest) -> SamplerSettings:
+    """The request's sampler settings, each one left out taken from the job's own algorithm (its sampling steps
+    capped at the playground's limit)."""
+    algorithm = AlgorithmSpec.model_validate(job.spec.get("algorithm") or {})
+    return SamplerSettings(
+        steps=min(algorithm.sampling_steps, MAX_SAMPLER_STEPS) if body.steps is None else body.steps,
+        guidance_scale=algorithm.cfg_scale if body.guidance_scale is None else body.guidance_scale,
+        shift=algorithm.shift if body.shift is None else body.shift,
+    )
+
+
+def request_playground(
+    session: Session, caller: Caller, settings: Settings, job: Job, body: PlaygroundRequest
+) -> JobDetail:
+    """Queue a playground run on the job's checkpoint at `body.step` (422 naming `step` when it has none there).
+    Nothing is stored on an error."""
+    if job.kind != JobKind.TRAIN:
+        raise FieldErrors.one("job_id", f"job {job.id} is a {job.kind} job; only a training job has checkpoints")
+    artifact = checkpoint_artifact(session, job, body.step)
+    task = PlaygroundTask(
+        source=checkpoint_source(artifact), prompts=body.prompts, seeds=body.seeds, sampler=sampler_of(job, body)
+    )
+    name = f"playground of {job.name} at step {artifact.step}"
+    return submit_task_job(session, caller, settings, job, artifact, JobKind.PLAYGROUND, task, name)
+
+
+def download_url(artifact: Artifact) -> str:
+    return f"/api/v1/jobs/{artifact.job_id}/artifacts/{artifact.id}/download"
+
+
+def _runs(session: Session, which: ColumnElement[bool]) -> PlaygroundList:
+    """The playground jobs `which` selects (joined with their source artifact), newest first, each with the grid
+    and images it wrote (the latest of each, if retried)."""
+    runs = session.execute(
+        select(Job, Artifact.job_id)
+        .outerjoin(Artifact, Artifact.id == Job.source_artifact_id)
+        .where(Job.kind == JobKind.PLAYGROUND, which)
+        .order_by(Job.id.desc())
+    ).all()
+    written = {
+        (a.job_id, a.name): a
+        for a in session.scalars(
+            select(Artifact)
+            .where(Artifact.job_id.in_([run.id for run, _ in runs]), Artifact.kind == "playground")
+            .order_by(Artifact.id)
+        )
+    }
+    items = []
+    for run, source_job_id in runs:
+        task = PlaygroundTask.model_validate(run.task)
+        grid, images = written.get((run.id, GRID)), written.get((run.id, IMAGES))
+        items.append(
+            PlaygroundRun(
+                job_id=run.id,
+                status=run.status,
+                source_job_id=source_job_id,
+                source_artifact_id=run.source_artifact_id,
+                step=task.source.step,
+                prompts=task.prompts,
+                seeds=task.seeds,
+                sampler=task.sampler,
+                created_at=run.created_at,
+                error=run.error,
+                grid_url=download_url(grid) if grid is not None else None,
+                images_url=download_url(images) if images is not None else None,
+            )
+        )
+    return PlaygroundList(items=items)
+
+
+def playground_runs(session: Session, job: Job) -> PlaygroundList:
+    """The playground runs on any checkpoint of `job`."""
+    return _runs(session, Artifact.job_id == job.id)
+
+
+def checkpoint_playground_runs(session: Session, artifact_id: int) -> PlaygroundList:
+    """The playground runs on one checkpoint: those saved with the model version made from it."""
+    return _runs(session, Job.source_artifact_id == artifact_id)

@@ -1,0 +1,126 @@
+"""`POST /api/v1/jobs/{id}/playground` queues a playground task job on one of the job's checkpoints with prompts,
+seeds and sampler settings in bounds (the job's own sampler where left out); `GET` lists the runs with their grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from server_harness import Harness, Headers
+from sqlalchemy import select
+from test_exports_api import _checkpointed_job
+
+from server.models import Artifact, Job
+from server.states import JobKind
+
+
+def _playground(harness: Harness, job_id: int, headers: Headers, **body: Any) -> Any:
+    return harness.client.post(f"/api/v1/jobs/{job_id}/playground", json=body, headers=headers)
+
+
+def _runs(harness: Harness, job_id: int, headers: Headers) -> list[dict[str, Any]]:
+    response = harness.client.get(f"/api/v1/jobs/{job_id}/playground", headers=headers)
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+def test_a_run_is_a_queued_playground_job_on_the_checkpoint_with_the_jobs_sampler_where_left_out(
+    harness: Harness, lab: Headers
+) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    response = _playground(harness, job_id, lab, prompts=["a red apple", "a cat"], seeds=[3, 4], step=5)
+    assert response.status_code == 201, response.text
+    run_id = response.json()["id"]
+    with harness.session() as session:
+        run, source = session.get_one(Job, run_id), session.get_one(Job, job_id)
+        assert (run.kind, run.team_id, run.devices) == (JobKind.PLAYGROUND, source.team_id, 1)
+        assert run.task is not None and run.task["source"]["artifact_id"] == run.source_artifact_id
+        algorithm = source.spec["algorithm"]
+    [listed] = _runs(harness, job_id, lab)
+    assert listed == listed | {
+        "job_id": run_id,
+        "status": "queued",
+        "source_job_id": job_id,
+        "step": 5,
+        "prompts": ["a red apple", "a cat"],
+        "seeds": [3, 4],
+        "grid_url": None,
+    }
+    assert listed["sampler"] == {
+        "steps": algorithm.get("sampling_steps", 10),
+        "guidance_scale": algorithm.get("cfg_scale", 1.0),
+        "shift": algorithm.get("shift"),
+    }
+
+
+def test_the_sampler_settings_asked_are_the_runs(harness: Harness, lab: Headers) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    body = {"prompts": ["a red apple"], "steps": 12, "guidance_scale": 4.5, "shift": 3.0}
+    assert _playground(harness, job_id, lab, **body).status_code == 201
+    [listed] = _runs(harness, job_id, lab)
+    assert (listed["sampler"], listed["seeds"], listed["step"]) == (
+        {"steps": 12, "guidance_scale": 4.5, "shift": 3.0},
+        [0],
+        10,
+    )
+
+
+def test_the_grid_url_is_the_download_of_the_grid_the_run_registered(harness: Harness, lab: Headers) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    run_id = _playground(harness, job_id, lab, prompts=["a red apple"]).json()["id"]
+    token = harness.start_job(run_id)
+    for name, path in (("images", "playground/images"), ("grid", "playground/grid.png")):
+        body = {"attempt": 1, "kind": "playground", "name": name, "step": 10, "path": path}
+        assert harness.client.post(f"/api/v1/ingest/{run_id}/artifacts", json=body, headers=token).status_code == 201
+    with harness.session() as session:
+        ids = {a.name: a.id for a in session.scalars(select(Artifact).where(Artifact.job_id == run_id))}
+    [listed] = _runs(harness, job_id, lab)
+    assert (listed["grid_url"], listed["images_url"]) == (
+        f"/api/v1/jobs/{run_id}/artifacts/{ids['grid']}/download",
+        f"/api/v1/jobs/{run_id}/artifacts/{ids['images']}/download",
+    )
+
+
+TOO_LONG = "x" * 501
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"prompts": []}, "prompts"),
+        ({"prompts": [f"prompt {i}" for i in range(9)]}, "prompts"),
+        ({"prompts": [""]}, "prompts.0"),
+        ({"prompts": ["   "]}, "prompts.0"),
+        ({"prompts": [TOO_LONG]}, "prompts.0"),
+        ({"prompts": ["a cat"], "seeds": []}, "seeds"),
+        ({"prompts": ["a cat"], "seeds": [1, 2, 3, 4, 5]}, "seeds"),
+        ({"prompts": ["a cat"], "seeds": [-1]}, "seeds.0"),
+        ({"prompts": ["a cat"], "steps": 1}, "steps"),
+        ({"prompts": ["a cat"], "steps": 101}, "steps"),
+        ({"prompts": ["a cat"], "guidance_scale": 0.5}, "guidance_scale"),
+        ({"prompts": ["a cat"], "guidance_scale": 31}, "guidance_scale"),
+        ({"prompts": ["a cat"], "shift": 0}, "shift"),
+        ({"prompts": ["a cat"], "sampler": "dpm"}, "sampler"),
+        ({"prompts": ["a cat"], "step": 7}, "step"),
+    ],
+)
+def test_bad_input_is_a_422_naming_the_field_and_nothing_is_queued(
+    harness: Harness, lab: Headers, body: dict[str, Any], field: str
+) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    before = harness.job_count()
+    response = _playground(harness, job_id, lab, **body)
+    assert response.status_code == 422, response.text
+    assert [error["field"] for error in response.json()["detail"]] == [field]
+    assert harness.job_count() == before
+
+
+def test_another_teams_job_is_not_found_and_a_viewer_may_list_but_not_run(
+    harness: Harness, lab: Headers, studio: Headers
+) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    assert _playground(harness, job_id, studio, prompts=["a cat"]).status_code == 404
+    assert harness.client.get(f"/api/v1/jobs/{job_id}/playground", headers=studio).status_code == 404
+    viewer = harness.add_user("vic", "lab", "viewer")
+    assert _playground(harness, job_id, viewer, prompts=["a cat"]).status_code == 403
+    assert _runs(harness, job_id, viewer) == []
