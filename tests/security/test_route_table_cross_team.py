@@ -146,6 +146,7 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /api/v1/teams/{team_id}/webhooks": {"url": "https://hooks.example.com/hook"},
     "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
     "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},
+    "POST /jobs/{job_id}/playground": {"prompts": "a cat"},
 }
 
 ROUTES = assembled_routes()

@@ -22,6 +22,7 @@ from web.pages import (
     job_detail,
     jobs,
     password_setup,
+    playground,
     services,
     side_by_side,
     submit,
@@ -44,6 +45,7 @@ VENDOR = {
 router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
 for module in (api_docs, auth, password_setup, jobs, job_detail, side_by_side, gallery, submit, advice, compare,
+               playground,
                experiment_form, experiments, hosts, services, account, teams):  # fmt: skip
     router.include_router(module.router)
 
