@@ -17,6 +17,7 @@ from server.api.routes import (
     jobs,
     logs,
     metrics,
+    models,
     playground,
     samples,
     services,
@@ -56,5 +57,6 @@ for module in (
     services,
     advice,
     webhooks,
+    models,
 ):
     api_router.include_router(module.router)

@@ -7,6 +7,7 @@ from server.models.base import Base, utcnow
 from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
 from server.models.job import Artifact, Job, JobAttempt, JobEvent
+from server.models.registry import ModelAlias, ModelVersion, RegisteredModel
 from server.models.reward_probe import RewardProbe
 from server.models.service import RewardService
 from server.models.telemetry import METRIC_BLOCK_STEPS, LogLine, MetricAttempt, MetricBlock, Sample
@@ -63,6 +64,9 @@ __all__ = [
     "Membership",
     "MetricAttempt",
     "MetricBlock",
+    "ModelAlias",
+    "ModelVersion",
+    "RegisteredModel",
     "RewardProbe",
     "RewardService",
     "Sample",

@@ -31,6 +31,8 @@ AUDIT_ACTIONS = (
     "user.enable",
     "token.create",
     "token.revoke",
+    "model.register",
+    "model.alias",
     "login.failed",
 )
 

@@ -21,7 +21,7 @@ class TeamThings:
     team: str
     admin: Headers  # the team's admin, who made everything below
     member: Headers
-    ids: dict[str, int]  # path parameter → the id of the team's own object
+    ids: dict[str, int | str]  # path parameter → the id (a model's: its name) of the team's own object
 
 
 def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
@@ -54,6 +54,9 @@ def plant(harness: Harness, team: str) -> TeamThings:
             "service_id": _created(harness, admin, "/api/v1/services", _service(team)),
             "advice_id": _created(harness, admin, "/api/v1/advise", {"spec": {"name": f"{team}-advised"}}),
             "webhook_id": _webhook(harness, admin, team),
+            "model_name": _registered_model(harness, admin, team, job_id),
+            "version": 1,
+            "alias": "production",
         },
     )
 
@@ -69,6 +72,16 @@ def _service(team: str) -> dict[str, object]:
 def _webhook(harness: Harness, headers: Headers, team: str) -> int:
     team_id = _one(harness, select(Team.id).where(Team.name == team))
     return _created(harness, headers, f"/api/v1/teams/{team_id}/webhooks", {"url": f"https://{team}.example.com/hook"})
+
+
+def _registered_model(harness: Harness, headers: Headers, team: str, job_id: int) -> str:
+    """The job's checkpoint as version 1 of model `{team}-model`, with alias `production` on it."""
+    name = f"{team}-model"
+    version = harness.client.post("/api/v1/models", json={"name": name, "job_id": job_id}, headers=headers)
+    assert version.status_code == 201, version.text
+    alias = harness.client.put(f"/api/v1/models/{name}/aliases/production", json={"version": 1}, headers=headers)
+    assert alias.status_code == 200, alias.text
+    return name
 
 
 def _created(harness: Harness, headers: Headers, path: str, body: dict[str, object]) -> int:

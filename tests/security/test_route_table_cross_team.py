@@ -38,6 +38,9 @@ OWNED = (
     "user_id",
     "token_id",
     "webhook_id",
+    "model_name",
+    "version",
+    "alias",
 )
 # The query a route is called with: what it requires, and the owned ids of routes that take them in the query.
 QUERIES = {
@@ -104,6 +107,10 @@ EXEMPT = {
     "GET /api/v1/experiments": _LISTS,
     "POST /api/v1/services": _CREATES,
     "GET /api/v1/services": _LISTS,
+    "GET /api/v1/models": _LISTS,
+    "POST /api/v1/models": "registers the job of its body: another team's job is refused as a missing one, 422 "
+    "on `job_id` (tests/server/test_model_registry.py)",
+    "GET /models": _LISTS,
     "POST /api/v1/advise": _CREATES,
     "GET /login": "the login page, before any session",
     "POST /login": "the login itself",
@@ -144,6 +151,9 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /api/v1/experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /experiments/{experiment_id}/notes": {"body": "a note"},
     "POST /api/v1/teams/{team_id}/webhooks": {"url": "https://hooks.example.com/hook"},
+    "PUT /api/v1/models/{model_name}/aliases/{alias}": {"version": 1},
+    "POST /models/{model_name}/aliases": {"alias": "candidate", "version": 1},
+    "POST /jobs/{job_id}/register-model": {"name": "registered", "step": 1},
     "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
     "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},
     "POST /jobs/{job_id}/playground": {"prompts": "a cat"},

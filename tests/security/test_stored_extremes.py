@@ -82,6 +82,7 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
 def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int) -> list[str]:
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
     fill |= {"service_id": 1, "advice_id": 1, "webhook_id": 1}
+    fill |= {"model_name": "extremes", "version": 1, "alias": "production"}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
     urls = []
     for path, route in _get_routes(harness.client.app.routes):
@@ -115,6 +116,9 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
     sample_id = int(sample.json()["id"])
     _poison(harness, job_id, sample_id, POISONS[poison])
+    model = {"name": "extremes", "job_id": job_id}
+    registered = harness.client.post("/api/v1/models", json=model, headers=harness.admin)
+    assert registered.status_code == 201, registered.text
     assert login_with_token(harness, harness.admin) == 303
     failures: dict[str, object] = {}
     for url in _urls(harness, job_id, sample_id, other_id, experiment["id"]):

@@ -21,6 +21,7 @@ from web.pages import (
     hosts,
     job_detail,
     jobs,
+    models,
     password_setup,
     playground,
     services,
@@ -46,7 +47,7 @@ router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
 for module in (api_docs, auth, password_setup, jobs, job_detail, side_by_side, gallery, submit, advice, compare,
                playground,
-               experiment_form, experiments, hosts, services, account, teams):  # fmt: skip
+               experiment_form, experiments, hosts, services, account, teams, models):  # fmt: skip
     router.include_router(module.router)
 
 
