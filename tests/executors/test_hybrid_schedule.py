@@ -3,6 +3,7 @@ per rollout their graphs give the first update and native's re-forwards the rest
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +11,12 @@ import pytest
 import torch
 
 from tests.executors.conftest import audit_spec
+from tests.executors.session_step import session_step
 from tests.trainer.conftest import read_metrics, write_spec
 from trainer.audit import CLASS_BOUNDS, AuditSession
+from trainer.executors.lean_reweight import LeanReweightExecutor
 from trainer.run import run
-from trainer.spec import parse_spec
+from trainer.spec import LeanReweightOptions, parse_spec
 
 ALGORITHM = {"inner_epochs": 2, "total_steps": 2}
 
@@ -94,3 +97,28 @@ def update_gradients(session: AuditSession, name: str) -> list[torch.Tensor]:
 
     session.capture(name, (keep,))
     return seen
+
+
+# Each synchronisation is made to last this long, so that one left out of time/sync (or taken off it) shows.
+SYNC_PADDING = 0.01
+
+
+def test_hybrid_lean_reweight_s_sync_time_holds_every_update_s_synchronisation(
+    session: AuditSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job, synchronize, timed = session.job, session.job.synchronize_gradients, []
+
+    def padded_synchronize() -> None:
+        began = time.perf_counter()
+        synchronize()
+        time.sleep(SYNC_PADDING)
+        timed.append(time.perf_counter() - began)
+
+    monkeypatch.setattr(job, "synchronize_gradients", padded_synchronize)
+    executor = LeanReweightExecutor(job, LeanReweightOptions(kl="extra_vjp", **HYBRID))
+    try:
+        metrics = session_step(session, executor).metrics
+    finally:
+        job.gradient_hooks.remove(executor.check_order)
+    assert len(timed) == ALGORITHM["inner_epochs"]
+    assert metrics["time/sync"] >= sum(timed)

@@ -7,7 +7,9 @@ step."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -128,6 +130,36 @@ def test_the_step_s_timings_are_non_negative_and_fit_inside_the_step(session: Au
     _, metrics, seconds = reweight_step(session, options(buffer_regime="per_sample"))
     phases = [metrics[f"time/{phase}"] for phase in ("rollout", "reward", "train", "sync")]
     assert all(value >= 0 for value in phases) and sum(phases) <= seconds
+
+
+def test_the_step_s_train_time_holds_every_provisional_backward(session: AuditSession) -> None:
+    """time/train sums the provisional backwards (inside the rollout), the corrections and the update; each
+    backward timed here lies inside one of its intervals."""
+    executor = LeanReweightExecutor(session.job, options(buffer_regime="per_sample"))
+    backward, timed = executor.provisional_backward, [0.0]
+
+    def timed_backward(*args: Any) -> None:
+        began = time.perf_counter()
+        backward(*args)
+        timed[0] += time.perf_counter() - began
+
+    executor.provisional_backward = timed_backward  # type: ignore[method-assign]
+    try:
+        metrics = session_step(session, executor).metrics
+    finally:
+        session.job.gradient_hooks.remove(executor.check_order)
+    assert timed[0] > 0 and metrics["time/train"] >= timed[0]
+
+
+def test_the_step_s_result_carries_every_sample_s_reward_in_row_order(session: AuditSession) -> None:
+    """The rewards the trainer logs as reward/mean and reward/std (trainer/run.py's step_metrics)."""
+    executor = LeanReweightExecutor(session.job, options(buffer_regime="per_sample"))
+    session.restore()
+    try:
+        result = executor.train_step(session.batch)
+    finally:
+        session.job.gradient_hooks.remove(executor.check_order)
+    assert torch.equal(result.gathered_rewards.double(), session.whole.scores.total.double())
 
 
 @pytest.mark.parametrize(

@@ -1,19 +1,21 @@
 """The first start's credentials: two processes starting at once make one admin, one team and one printed token
-(issue 34, item 5: the admin-creation race), and the audit log records every credential the start makes."""
+(issue 34, item 5: the admin-creation race), the audit log records every credential the start makes, and each
+start applies SFUMATO_ADMIN_TOKEN and SFUMATO_ADMIN_PASSWORD once."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
 from server.db import make_engine
 from server.models import ApiToken, AuditEvent, Membership, Team, User
-from server.services.auth import ensure_admin
+from server.services.auth import authenticate_password, ensure_admin
 
 PASSWORD = "correct horse battery"
 
@@ -59,9 +61,94 @@ def test_the_first_start_records_the_credentials_it_makes(
     with sessions() as session:
         assert ensure_admin(session, Settings(database_url=url)) is not None
         ensure_admin(session, Settings(database_url=url, admin_token="sfu_from-env", admin_password=PASSWORD))
-        events = session.execute(select(AuditEvent.action, AuditEvent.actor_name).order_by(AuditEvent.id)).all()
+        admin_id = session.scalar(select(User.id).where(User.username == "admin"))
+        events = session.execute(
+            select(AuditEvent.action, AuditEvent.actor_name, AuditEvent.subject_user_id, AuditEvent.detail).order_by(
+                AuditEvent.id
+            )
+        ).all()
     assert [tuple(event) for event in events] == [
-        ("token.create", "first start"),
-        ("token.create", "SFUMATO_ADMIN_TOKEN"),
-        ("user.password", "SFUMATO_ADMIN_PASSWORD"),
+        ("token.create", "first start", admin_id, "'bootstrap', printed once"),
+        ("token.create", "SFUMATO_ADMIN_TOKEN", admin_id, "accepted from the environment"),
+        ("user.password", "SFUMATO_ADMIN_PASSWORD", admin_id, "set from the environment at start"),
     ]
+
+
+def test_the_first_start_names_its_tokens_after_where_they_came_from(
+    sessions: sessionmaker[Session], migrated_database_url: str
+) -> None:
+    with sessions() as session:
+        ensure_admin(session, Settings(database_url=migrated_database_url))
+        ensure_admin(session, Settings(database_url=migrated_database_url, admin_token="sfu_from-env"))
+        admin_id = session.scalar(select(User.id).where(User.username == "admin"))
+        tokens = session.execute(select(ApiToken.name, ApiToken.user_id).order_by(ApiToken.id)).all()
+    assert [tuple(token) for token in tokens] == [("bootstrap", admin_id), ("SFUMATO_ADMIN_TOKEN", admin_id)]
+
+
+def test_a_start_with_an_admin_token_already_stored_adds_no_token_and_no_event(
+    sessions: sessionmaker[Session], migrated_database_url: str
+) -> None:
+    settings = Settings(database_url=migrated_database_url, admin_token="sfu_from-env")
+    for _ in range(2):
+        with sessions() as session:
+            assert ensure_admin(session, settings) is None
+    assert (_count(sessions, ApiToken), _count(sessions, AuditEvent)) == (1, 1)
+
+
+def test_the_first_start_joins_the_default_team_that_exists_and_no_other(
+    sessions: sessionmaker[Session], migrated_database_url: str
+) -> None:
+    with sessions() as session:
+        session.add_all([Team(name="lab"), Team(name="default")])
+        session.commit()
+        assert ensure_admin(session, Settings(database_url=migrated_database_url)) is not None
+        memberships = session.execute(
+            select(Team.name, Membership.role).join(Team, Team.id == Membership.team_id)
+        ).all()
+    assert [tuple(membership) for membership in memberships] == [("default", "admin")]
+    assert _count(sessions, Team) == 2
+
+
+def _generation(sessions: sessionmaker[Session]) -> int | None:
+    with sessions() as session:
+        return session.scalar(select(User.session_generation).where(User.username == "admin"))
+
+
+def _logs_in(sessions: sessionmaker[Session], password: str) -> bool:
+    with sessions() as session:
+        return authenticate_password(session, "admin", password) is not None
+
+
+def test_an_admin_password_from_the_environment_is_set_once_and_a_new_one_ends_the_admin_s_sessions(
+    sessions: sessionmaker[Session], migrated_database_url: str
+) -> None:
+    def start(password: str) -> None:
+        with sessions() as session:
+            ensure_admin(session, Settings(database_url=migrated_database_url, admin_password=password))
+
+    start(PASSWORD)
+    assert _logs_in(sessions, PASSWORD) and _generation(sessions) == 1
+    start(PASSWORD)  # the same password at the next start: nothing changes, no session ends
+    assert _generation(sessions) == 1 and _count(sessions, AuditEvent) == 2
+    start("another horse battery")
+    assert _generation(sessions) == 2 and _count(sessions, AuditEvent) == 3
+    assert _logs_in(sessions, "another horse battery") and not _logs_in(sessions, PASSWORD)
+
+
+def test_a_start_that_loses_the_admin_race_keeps_the_other_start_s_admin_and_says_so(
+    sessions: sessionmaker[Session], migrated_database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other start commits its admin after this one looked for it and before this one writes its own."""
+    with sessions() as session:
+        connection = session.connection()
+
+        @event.listens_for(connection, "after_cursor_execute", once=True)
+        def other_start_commits(*_: object) -> None:
+            with sessions() as other:
+                other.add(User(username="admin", is_admin=True))
+                other.commit()
+
+        with caplog.at_level(logging.INFO, logger="server.services.auth"):
+            assert ensure_admin(session, Settings(database_url=migrated_database_url)) is None
+    assert "another process created the admin at the same time; keeping theirs" in caplog.messages
+    assert [_count(sessions, model) for model in (User, Team, Membership, ApiToken)] == [1, 0, 0, 0]
