@@ -4,7 +4,7 @@ the API's own call, and the runs with their grids, base and trained side by side
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 
 from server.api.deps import JobId, get_session, get_settings
 from server.config import Settings
-from server.models import Job
 from server.schemas.playground import PlaygroundRequest
 from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
@@ -27,6 +26,9 @@ from web.pages.account import form_fields
 from web.pages.deps import page_caller, require_csrf, visible_page_job
 from web.pages.page_write import form_write
 from web.pages.render import render
+
+if TYPE_CHECKING:
+    from server.services.pages import Job
 
 router = APIRouter()
 FORM_FIELDS = tuple(PlaygroundRequest.model_fields)
