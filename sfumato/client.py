@@ -22,6 +22,7 @@ from sfumato.config import resolve_credentials
 from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
 from sfumato.experiment_client import ExperimentCalls
 from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
+from sfumato.playground_client import PlaygroundCalls
 from sfumato.reward_services import RewardService
 from sfumato.specfile import apply_overrides, read_spec_file
 
@@ -34,7 +35,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls, AdviceCalls):
+class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

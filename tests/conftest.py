@@ -63,7 +63,13 @@ def worker_redis_database(url: str) -> str:
     return urlunsplit(parts._replace(path=f"/{database}"))
 
 
-LIVE_PLATFORM_FILES = ("test_prometheus.py", "test_cli_live.py", "test_experiment_cli_live.py", "test_client_live.py")
+LIVE_PLATFORM_FILES = (
+    "test_prometheus.py",
+    "test_cli_live.py",
+    "test_experiment_cli_live.py",
+    "test_client_live.py",
+    "test_playground_live.py",
+)
 CLUSTER_FOLDERS = ("tests/faults/", "tests/integration/")
 
 

@@ -27,6 +27,8 @@ class PlaygroundRun(BaseModel):
     sampler: SamplerSettings
     created_at: UtcDatetime
     error: str | None
+    grid_artifact_id: int | None = Field(description="the playground job's `grid` artifact, once written")
+    images_artifact_id: int | None = Field(description="its `images` artifact: the single images and their manifest")
     grid_url: str | None = Field(description="the grid PNG (rows prompt x seed, columns base | trained) once written")
     images_url: str | None = Field(description="the single images and their manifest, one tar, once written")
 

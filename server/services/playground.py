@@ -86,6 +86,8 @@ def _runs(session: Session, which: ColumnElement[bool]) -> PlaygroundList:
                 sampler=task.sampler,
                 created_at=run.created_at,
                 error=run.error,
+                grid_artifact_id=grid.id if grid is not None else None,
+                images_artifact_id=images.id if images is not None else None,
                 grid_url=download_url(grid) if grid is not None else None,
                 images_url=download_url(images) if images is not None else None,
             )

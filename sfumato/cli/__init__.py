@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, advise, experiments, jobs, keygen, processes, reward_server, services
+from sfumato.cli import account, advise, experiments, jobs, keygen, playground, processes, reward_server, services
 from sfumato.cli.common import connection_options
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -30,6 +30,7 @@ JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.export,
     advise.advise,
     advise.advice,
+    playground.playground,
 )
 
 app = typer.Typer(name="sfumato", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

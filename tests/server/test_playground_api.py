@@ -45,6 +45,7 @@ def test_a_run_is_a_queued_playground_job_on_the_checkpoint_with_the_jobs_sample
         "prompts": ["a red apple", "a cat"],
         "seeds": [3, 4],
         "grid_url": None,
+        "grid_artifact_id": None,
     }
     assert listed["sampler"] == {
         "steps": algorithm.get("sampling_steps", 10),
@@ -75,6 +76,7 @@ def test_the_grid_url_is_the_download_of_the_grid_the_run_registered(harness: Ha
     with harness.session() as session:
         ids = {a.name: a.id for a in session.scalars(select(Artifact).where(Artifact.job_id == run_id))}
     [listed] = _runs(harness, job_id, lab)
+    assert (listed["grid_artifact_id"], listed["images_artifact_id"]) == (ids["grid"], ids["images"])
     assert (listed["grid_url"], listed["images_url"]) == (
         f"/api/v1/jobs/{run_id}/artifacts/{ids['grid']}/download",
         f"/api/v1/jobs/{run_id}/artifacts/{ids['images']}/download",
