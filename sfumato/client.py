@@ -21,6 +21,7 @@ from sfumato.advice_client import AdviceCalls
 from sfumato.config import resolve_credentials
 from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
 from sfumato.experiment_client import ExperimentCalls
+from sfumato.model_client import ModelCalls
 from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
 from sfumato.playground_client import PlaygroundCalls
 from sfumato.reward_services import RewardService
@@ -35,7 +36,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls):
+class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from sfumato.cli import account, advise, experiments, jobs, keygen, playground, processes, reward_server, services
 from sfumato.cli.common import connection_options
+from sfumato.cli.registry import model_app
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
     processes.up,
@@ -47,3 +48,4 @@ app.add_typer(account.token_app, name="token", rich_help_panel="Client")
 app.add_typer(experiments.experiment_app, name="experiment", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
 app.add_typer(services.service_app, name="service", rich_help_panel="Client")
+app.add_typer(model_app, name="model", rich_help_panel="Client")
