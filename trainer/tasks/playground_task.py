@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import torch
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from trainer.export.trained_model import base_family, trained_family
 from trainer.models.base import ModelFamily
@@ -40,6 +40,7 @@ LABEL_WIDTH_PX = 280
 HEADER_PX = 28
 PAD_PX = 6
 PROMPT_LINE_CHARS = 38
+LABEL_FONT_PX = 15
 
 
 def draw(
@@ -83,11 +84,12 @@ def grid_png(rows: list[tuple[str, int, bytes, bytes]], step: int) -> bytes:
     total_h = HEADER_PX + len(rows) * (cell_h + PAD_PX)
     canvas = Image.new("RGB", (total_w, total_h), "white")
     pen = ImageDraw.Draw(canvas)
+    font = ImageFont.load_default(size=LABEL_FONT_PX)
     for column, title in enumerate(("base", f"trained (step {step})")):
-        pen.text((LABEL_WIDTH_PX + column * (cell_w + PAD_PX) + 4, 8), title, fill="black")
+        pen.text((LABEL_WIDTH_PX + column * (cell_w + PAD_PX) + 4, 6), title, fill="black", font=font)
     for index, ((prompt, seed, _, _), pair) in enumerate(zip(rows, images, strict=True)):
         top = HEADER_PX + index * (cell_h + PAD_PX)
-        pen.multiline_text((6, top + 4), "\n".join(_labels(prompt, seed)), fill="black")
+        pen.multiline_text((6, top + 4), "\n".join(_labels(prompt, seed)), fill="black", font=font)
         for column, image in enumerate(pair):
             left = LABEL_WIDTH_PX + column * (cell_w + PAD_PX)
             canvas.paste(image.convert("RGB").resize((cell_w, cell_h), Image.Resampling.NEAREST), (left, top))
