@@ -74,6 +74,13 @@ class Lineage(BaseModel):
     eval_reward: FiniteOrNone = Field(description="the mean reward of the step's eval samples, where it logged some")
 
 
+class VersionExport(BaseModel):
+    format: str
+    job_id: int = Field(description="the job that wrote it: an export job of the checkpoint, or the source job")
+    artifact_id: int
+    url: str = Field(description="where its bytes download from")
+
+
 class ModelVersionOut(BaseModel):
     model: str
     team: str
@@ -83,6 +90,7 @@ class ModelVersionOut(BaseModel):
     step: int
     aliases: list[str]
     export_formats: list[str] = Field(description="formats exported from the checkpoint, read from the artifacts now")
+    exports: list[VersionExport] = Field(description="the newest export artifact of each of export_formats")
     created_by: str | None
     created_at: UtcDatetime
     lineage: Lineage

@@ -30,6 +30,7 @@ from server.schemas.model_registry import (
     ModelOut,
     ModelRegister,
     ModelVersionOut,
+    VersionExport,
 )
 from server.services import audit
 from server.services.auth import Caller
@@ -167,29 +168,35 @@ def _aliases(session: Session, model_ids: list[int]) -> dict[int, list[ModelAlia
     return out
 
 
-def _export_formats(session: Session, versions: list[ModelVersion]) -> dict[int, list[str]]:
-    """Per version, the formats of the `export` artifacts at its step: the source job's own, and those of export
-    jobs that read its checkpoint (jobs.source_artifact_id). Read now, so an export made later shows."""
+def _exports(session: Session, versions: list[ModelVersion]) -> dict[int, dict[str, VersionExport]]:
+    """Per version, its export artifacts by format (the newest of each): those of the export jobs that read its
+    checkpoint (jobs.source_artifact_id) and the source job's own at its step. Read now, so an export made later
+    shows."""
     by_job_step = {(v.job_id, v.step): v.id for v in versions}
     by_checkpoint = {v.artifact_id: v.id for v in versions if v.artifact_id is not None}
-    formats: dict[int, set[str]] = {v.id: set() for v in versions}
-    own = session.execute(
-        select(Artifact.job_id, Artifact.step, Artifact.name).where(
+    found: list[tuple[int, Artifact]] = []
+    own = session.scalars(
+        select(Artifact).where(
             Artifact.kind == EXPORT, Artifact.job_id.in_({v.job_id for v in versions if v.job_id is not None})
         )
     )
-    for job_id, step, name in own:
-        if (job_id, step) in by_job_step:
-            formats[by_job_step[(job_id, step)]].add(name)
+    found += [(by_job_step[(a.job_id, a.step)], a) for a in own if (a.job_id, a.step) in by_job_step]
     if by_checkpoint:
         tasks = session.execute(
-            select(Job.source_artifact_id, Artifact.name)
+            select(Job.source_artifact_id, Artifact)
             .join(Artifact, Artifact.job_id == Job.id)
             .where(Job.source_artifact_id.in_(by_checkpoint), Artifact.kind == EXPORT)
         )
-        for source, name in tasks:
-            formats[by_checkpoint[source]].add(name)
-    return {version_id: sorted(names) for version_id, names in formats.items()}
+        found += [(by_checkpoint[source], a) for source, a in tasks if source is not None]
+    exports: dict[int, dict[str, VersionExport]] = {v.id: {} for v in versions}
+    for version_id, artifact in sorted(found, key=lambda pair: pair[1].id):
+        exports[version_id][artifact.name] = VersionExport(
+            format=artifact.name,
+            job_id=artifact.job_id,
+            artifact_id=artifact.id,
+            url=artifact_download_url(artifact.job_id, artifact.id),
+        )
+    return exports
 
 
 def _versions(
@@ -197,7 +204,7 @@ def _versions(
 ) -> list[ModelVersionOut]:
     aliases = _aliases(session, [model.id])[model.id]
     names = _usernames(session, (v.created_by for v in versions))
-    formats = _export_formats(session, versions)
+    exports = _exports(session, versions)
     return [
         ModelVersionOut(
             model=model.name,
@@ -207,7 +214,8 @@ def _versions(
             artifact_id=v.artifact_id,
             step=v.step,
             aliases=[a.name for a in aliases if a.version == v.version],
-            export_formats=formats[v.id],
+            export_formats=sorted(exports[v.id]),
+            exports=[exports[v.id][f] for f in sorted(exports[v.id])],
             created_by=names.get(v.created_by or 0),
             created_at=v.created_at,
             lineage=Lineage.model_validate(v.lineage),
@@ -311,24 +319,12 @@ def version_download(
 
 
 def _export(session: Session, version: ModelVersion, export_format: str) -> Artifact:
-    """The newest export artifact of the version in `export_format`; 422 naming `format` with those it has."""
-    task_jobs = select(Job.id).where(Job.source_artifact_id == version.artifact_id)
-    exports = list(
-        session.scalars(
-            select(Artifact)
-            .where(
-                Artifact.kind == EXPORT,
-                ((Artifact.job_id == version.job_id) & (Artifact.step == version.step))
-                | Artifact.job_id.in_(task_jobs),
-            )
-            .order_by(Artifact.id.desc())
-        )
-    )
-    found = next((a for a in exports if a.name == export_format), None)
-    if found is None:
-        have = ", ".join(sorted({a.name for a in exports})) or "none"
+    """The version's export in `export_format`; 422 naming `format` with those it has."""
+    exports = _exports(session, [version])[version.id]
+    if export_format not in exports:
+        have = ", ".join(sorted(exports)) or "none"
         raise FieldErrors.one("format", f"no {export_format!r} export of this version; its exports: {have}")
-    return found
+    return session.get_one(Artifact, exports[export_format].artifact_id)
 
 
 # -- aliases ------------------------------------------------------------------------------------------------

@@ -256,6 +256,7 @@ def test_export_formats_are_read_from_the_exports_at_the_versions_step(harness: 
     add_export(harness, job_id, "merged", 4)
     shown = harness.client.get("/api/v1/models/sunset/versions/1", headers=lab).json()
     assert shown["export_formats"] == ["comfyui", "diffusers"]
+    assert [(e["format"], e["job_id"]) for e in shown["exports"]] == [("comfyui", job_id), ("diffusers", job_id)]
 
 
 def test_a_versions_download_resolves_to_its_checkpoint_or_export_artifact(harness: Harness, lab: Headers) -> None:
@@ -274,3 +275,18 @@ def test_a_versions_download_resolves_to_its_checkpoint_or_export_artifact(harne
     assert refused.json()["detail"] == [
         {"field": "format", "message": "no 'merged' export of this version; its exports: comfyui"}
     ]
+
+
+def test_an_export_job_of_the_versions_checkpoint_shows_its_format_and_downloads(
+    harness: Harness, lab: Headers
+) -> None:
+    job_id = trained_job(harness, lab)
+    version = registered(harness, lab, job_id=job_id, step=2)
+    queued = harness.client.post(f"/api/v1/jobs/{job_id}/exports", json={"format": "diffusers", "step": 2}, headers=lab)
+    assert queued.status_code in (201, 202), queued.text
+    export_id = add_export(harness, int(queued.json()["id"]), "diffusers", 2)
+    shown = harness.client.get("/api/v1/models/sunset/versions/1", headers=lab).json()
+    resolved = harness.client.get("/api/v1/models/sunset/versions/1/download?format=diffusers", headers=lab).json()
+    assert shown["export_formats"] == ["diffusers"]
+    assert (resolved["artifact_id"], resolved["job_id"]) == (export_id, queued.json()["id"])
+    assert version["artifact_id"] != export_id

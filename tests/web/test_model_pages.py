@@ -61,6 +61,18 @@ def test_registering_from_the_job_page_opens_the_models_page_with_the_versions_l
     assert "<dt>Export formats</dt><dd>none</dd>" in version
 
 
+def test_a_versions_exports_link_to_their_downloads(client: TestClient, app: FastAPI, world: World) -> None:
+    add_checkpoints(app, world.running.id, [10])
+    target = register(client, world.running.id, "sunset", 10)
+    with app.state.sessionmaker() as session:
+        export = Artifact(job_id=world.running.id, attempt=1, kind="export", name="comfyui", step=10, path="exports/c")
+        session.add(export)
+        session.commit()
+        url = f"/api/v1/jobs/{world.running.id}/artifacts/{export.id}/download"
+    version = client.get(target).text.split('id="version-1"', 1)[1].split("</article>", 1)[0]
+    assert f'<dt>Export formats</dt><dd><a href="{url}" title="download the comfyui export">comfyui</a></dd>' in version
+
+
 def test_the_alias_form_sets_then_moves_an_alias(client: TestClient, app: FastAPI, world: World) -> None:
     add_checkpoints(app, world.running.id, [10, 20])
     register(client, world.running.id, "sunset", 10)
