@@ -1,5 +1,5 @@
-"""Prompt sources: the built-in colour × object set, the shapes model's captions, or a text file with one
-prompt per line."""
+"""Prompt sources: the built-in colour × object set, the shapes model's captions (its training split, and the split
+held out from training for evaluations), or a text file with one prompt per line."""
 
 from __future__ import annotations
 
@@ -28,9 +28,13 @@ def load_prompts(source: str) -> list[str]:
     if source == "builtin:colors":
         return builtin_colors()
     if source == "builtin:shapes":
-        from trainer.models.shapes_dataset import all_captions
+        from trainer.models.shapes_dataset import training_captions
 
-        return all_captions()
+        return training_captions()
+    if source == "builtin:shapes-heldout":
+        from trainer.models.shapes_dataset import heldout_captions
+
+        return heldout_captions()
     lines = [line.strip() for line in Path(source).expanduser().read_text().splitlines()]
     prompts = [line for line in lines if line]
     if not prompts:

@@ -52,8 +52,11 @@ def vocabulary() -> list[str]:
     return sorted(words | set(PALETTE) | set(SHAPES) | set(SIZES))
 
 
+HELDOUT_EVERY = 10  # one caption in ten, by its place in all_captions(), is held out from RL training
+
+
 def all_captions() -> list[str]:
-    """Every caption the dataset can draw, in a fixed order (the ``builtin:shapes`` prompt set)."""
+    """Every caption the dataset can draw, in a fixed order."""
     return [
         caption(size, color, shape, row, column, background)
         for size in SIZES
@@ -64,6 +67,17 @@ def all_captions() -> list[str]:
         for background in PALETTE
         if background != color
     ]
+
+
+def training_captions() -> list[str]:
+    """The ``builtin:shapes`` prompt set RL jobs train on: every caption but the held-out ones."""
+    return [text for index, text in enumerate(all_captions()) if index % HELDOUT_EVERY != 0]
+
+
+def heldout_captions() -> list[str]:
+    """The ``builtin:shapes-heldout`` prompt set (162 captions, every attribute among them): never a training
+    prompt, so an evaluation on it measures what a job learnt beyond the prompts it was rewarded on."""
+    return [text for index, text in enumerate(all_captions()) if index % HELDOUT_EVERY == 0]
 
 
 @dataclass

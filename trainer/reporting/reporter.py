@@ -44,6 +44,7 @@ import orjson
 from pydantic import ValidationError
 
 from trainer.reporting.ingest_client import IngestClient, TransportError
+from trainer.spec.eval_task import EvaluationReport
 from trainer.spec.ingest import (
     ATTEMPT_SUPERSEDED_CODE,
     ArtifactKind,
@@ -182,6 +183,10 @@ class Reporter:
     def probe(self, report: ProbeReport) -> None:
         """The advisor's probe report (POST .../probe), spooled like every other event."""
         self._append({"kind": "probe", "json": report.model_dump(mode="json")})
+
+    def evaluation(self, report: EvaluationReport) -> None:
+        """An evaluation job's scores (POST .../evaluation), spooled like every other event."""
+        self._append({"kind": "evaluation", "json": report.model_dump(mode="json")})
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         """Wait until the spool is shipped, at most about `timeout_s`; then the spool goes. Unshipped events

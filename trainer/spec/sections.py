@@ -159,9 +159,9 @@ def check_reward_url(value: str, allow_private: bool) -> str:
 class PromptsSpec(Section):
     source: str = Field(
         "builtin:colors",
-        description="'builtin:colors', 'builtin:shapes' (the shapes model's captions), or a text file with one "
-        "prompt per line; a relative path is resolved at submit against the platform's data root and stored "
-        "absolute",
+        description="'builtin:colors', 'builtin:shapes' (the shapes model's captions but the one in ten held out "
+        "for evaluations, builtin:shapes-heldout), or a text file with one prompt per line; a relative path is "
+        "resolved at submit against the platform's data root and stored absolute",
     )
     eval: list[str] = Field(
         default_factory=lambda: ["a red apple", "a blue ocean"],

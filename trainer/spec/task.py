@@ -12,9 +12,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainer.spec.checkpoint_source import CheckpointSource
+from trainer.spec.eval_task import EvalTask
 from trainer.spec.playground_task import PlaygroundTask
 
-__all__ = ["CheckpointSource", "ExportTask", "PlaygroundTask", "TaskSpec"]
+__all__ = ["CheckpointSource", "EvalTask", "ExportTask", "PlaygroundTask", "TaskSpec"]
 
 
 class ExportTask(BaseModel):
@@ -27,4 +28,4 @@ class ExportTask(BaseModel):
     format: str = Field(min_length=1, max_length=20)
 
 
-TaskSpec = Annotated[ExportTask | PlaygroundTask, Field(discriminator="kind")]
+TaskSpec = Annotated[ExportTask | PlaygroundTask | EvalTask, Field(discriminator="kind")]

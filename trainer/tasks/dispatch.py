@@ -11,9 +11,9 @@ from pydantic import TypeAdapter
 
 from trainer.reporting.reporter import Reporter
 from trainer.spec.task import TaskSpec
-from trainer.tasks import export_task, playground_task
+from trainer.tasks import eval_task, export_task, playground_task
 
-TASKS = {"export": export_task.run, "playground": playground_task.run}
+TASKS = {"export": export_task.run, "playground": playground_task.run, "eval": eval_task.run}
 
 
 def run_task(spec_path: Path, task_path: Path, output_dir: Path) -> None:
