@@ -43,8 +43,10 @@ def request_export(session: Session, caller: Caller, settings: Settings, job_id:
     return submit_task_job(session, caller, settings, job, artifact, JobKind.EXPORT, task, name)
 
 
-def list_exports(session: Session, job: Job) -> ExportList:
-    """The job's export jobs, newest first, each with the export artifact it wrote (the latest, if retried)."""
+def list_exports(session: Session, job_id: int) -> ExportList:
+    """The export jobs of a job the caller may see, newest first, each with the export artifact it wrote (the
+    latest, if retried)."""
+    job = session.get_one(Job, job_id)
     exports = session.scalars(
         select(Job)
         .join(Artifact, Artifact.id == Job.source_artifact_id)

@@ -155,6 +155,7 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /models/{model_name}/aliases": {"alias": "candidate", "version": 1},
     "POST /jobs/{job_id}/register-model": {"name": "registered", "step": 1},
     "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
+    "POST /jobs/{job_id}/exports": {"format": "diffusers"},
     "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},
     "POST /jobs/{job_id}/playground": {"prompts": "a cat"},
 }

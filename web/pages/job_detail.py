@@ -21,6 +21,7 @@ from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import NotFound
+from server.services.exports import list_exports
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
@@ -104,6 +105,7 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         logs=lines,
         last_log_id=lines[-1].id if lines else 0,
         artifacts=list_artifacts(session, job.id).items,
+        exports=list_exports(session, job.id),
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
         prediction=prediction_for_job(session, caller, job.id),

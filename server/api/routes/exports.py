@@ -31,4 +31,4 @@ def request_export(
 
 @router.get("/jobs/{job_id}/exports", response_model=ExportList, responses={404: {"model": ErrorBody}})
 def list_exports(job: VisibleJob, session: SessionDep) -> ExportList:
-    return exports.list_exports(session, job)
+    return exports.list_exports(session, job.id)
