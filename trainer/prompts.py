@@ -35,6 +35,10 @@ def load_prompts(source: str) -> list[str]:
         from trainer.models.shapes_dataset import heldout_captions
 
         return heldout_captions()
+    if source == "builtin:ocr":
+        from trainer.ocr_prompts import OCR_PROMPTS
+
+        return list(OCR_PROMPTS)
     lines = [line.strip() for line in Path(source).expanduser().read_text().splitlines()]
     prompts = [line for line in lines if line]
     if not prompts:

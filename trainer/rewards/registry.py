@@ -23,6 +23,7 @@ from trainer.rewards.colorfulness import colorfulness
 from trainer.rewards.hpsv2 import make_hpsv2
 from trainer.rewards.jpeg_compressibility import jpeg_compressibility
 from trainer.rewards.jpeg_incompressibility import jpeg_incompressibility
+from trainer.rewards.ocr import make_ocr
 from trainer.rewards.orange_background import orange_background
 from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
@@ -43,6 +44,11 @@ PIXEL_REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "prompt_color_match": prompt_color_match,
 }
 
+# Rewards from pixels that set up an engine of their own (a host without it fails when the job builds its rewards).
+ENGINE_REWARD_FACTORIES: dict[str, Callable[[torch.device], RewardFn]] = {
+    "ocr": make_ocr,
+}
+
 MODEL_REWARD_FACTORIES: dict[str, ModelRewardFactory] = {
     "clip_score": make_clip_score,
     "pickscore": make_pickscore,
@@ -54,6 +60,8 @@ MODEL_REWARD_FACTORIES: dict[str, ModelRewardFactory] = {
 def make_reward(name: str, path: str | None, device: torch.device) -> RewardFn:
     if name in PIXEL_REWARD_FUNCTIONS:
         return PIXEL_REWARD_FUNCTIONS[name]
+    if name in ENGINE_REWARD_FACTORIES:
+        return ENGINE_REWARD_FACTORIES[name](device)
     if name in MODEL_REWARD_FACTORIES:
         if path is None:
             raise ValueError(f"reward.path: {name!r} loads a model from a local directory")

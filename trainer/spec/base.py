@@ -15,7 +15,7 @@ REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
 BUILTIN_SHAPES_PATH = "builtin:shapes"  # the trained SD3-family shapes model (docs/shapes-model.md)
-BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes")
+BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes", "builtin:ocr")
 BUILTIN_FAMILIES = ("sd3", "flux", "wan")
 
 PIXEL_REWARDS = (
@@ -25,6 +25,7 @@ PIXEL_REWARDS = (
     "jpeg_incompressibility",
     "orange_background",
     "prompt_color_match",
+    "ocr",  # the quoted text read back by Tesseract (docs/rewards.md)
 )
 MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
 REMOTE_REWARD = "remote"  # scored by a reward server over HTTP (docs/rewards.md)
