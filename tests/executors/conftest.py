@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.trainer.conftest import REPO, sfumato_home, tiny_model_dir, tiny_spec, torchrun
+from tests.trainer.conftest import REPO, sd35_dirs, sfumato_home, tiny_model_dir, tiny_spec, torchrun
 
-__all__ = ["REPO", "audit_spec", "sfumato_home", "tiny_model_dir", "torchrun"]
+__all__ = ["REPO", "audit_spec", "sd35_dirs", "sfumato_home", "tiny_model_dir", "torchrun"]
 
 
 def audit_spec(**sections: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,15 @@ def tiny_family_dirs(sfumato_home: Path) -> dict[str, Path]:
     return {family: ensure_builtin_tiny(family=family) for family in BUILTIN_FAMILIES}
 
 
+@pytest.fixture(scope="session")
+def sd35_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny SD3.5 Medium and Large checkpoints (``model.family`` sd3, a local ``model.path``), built once."""
+    from trainer.models.tiny_sd35 import build_tiny_sd35
+
+    root = tmp_path_factory.mktemp("sd35")
+    return {variant: build_tiny_sd35(root / variant, variant) for variant in ("medium", "large")}
+
+
 def tiny_spec(**overrides: Any) -> dict[str, Any]:
     """examples/tiny-native.json with sections overridden (shallow merge per section)."""
     spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())

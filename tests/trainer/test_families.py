@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -28,17 +29,23 @@ WINDOW_IN_4_STEPS = {"mix_grpo": {"window_size": 2}, "mix_grpo_flash": {"window_
 def test_every_algorithm_trains_one_step_on_every_family(
     tmp_path: Path, tiny_family_dirs: dict[str, Path], algorithm: str, family: str
 ) -> None:
-    fields = {"name": algorithm, "total_steps": 1, "sampling_steps": 4, **WINDOW_IN_4_STEPS.get(algorithm, {})}
-    if family_of(algorithm) == "grpo":
-        fields["noise_level"] = SDE_LEVEL.get(algorithm, 0.7)
-    spec = tiny_spec(model={"family": family}, algorithm=fields, samples={"count": 0}, checkpoint={"every": 0})
-    if family_of(algorithm) == "forward":  # the example's GRPO options would be refused
-        spec["algorithm"] = {k: v for k, v in spec["algorithm"].items() if k not in (*GRPO_ONLY, "clip_range")}
+    spec = algorithm_spec(algorithm, {"family": family}, steps=1)
     run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
     (metrics,) = read_metrics(tmp_path / "out")
     assert metrics["grad_norm"] > 0
     if family_of(algorithm) == "grpo":  # the forward family trains no trajectory ratio
         assert metrics["ratio/max_abs_dev"] == 0.0
+
+
+def algorithm_spec(algorithm: str, model: dict[str, Any], steps: int) -> dict[str, Any]:
+    """The tiny example spec running ``algorithm`` for ``steps`` steps of 4 sampling steps on ``model``."""
+    fields = {"name": algorithm, "total_steps": steps, "sampling_steps": 4, **WINDOW_IN_4_STEPS.get(algorithm, {})}
+    if family_of(algorithm) == "grpo":
+        fields["noise_level"] = SDE_LEVEL.get(algorithm, 0.7)
+    spec = tiny_spec(model=model, algorithm=fields, samples={"count": 0}, checkpoint={"every": 0})
+    if family_of(algorithm) == "forward":  # the example's GRPO options would be refused
+        spec["algorithm"] = {k: v for k, v in spec["algorithm"].items() if k not in (*GRPO_ONLY, "clip_range")}
+    return spec
 
 
 def test_flux_packing_matches_the_pipeline_and_round_trips() -> None:

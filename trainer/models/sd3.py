@@ -20,10 +20,25 @@ from trainer.spec import SpecError
 
 T5_SEQUENCE = 256  # StableDiffusion3Pipeline's default max_sequence_length
 CLIP_SEQUENCE = 77  # the pipeline's CLIP length when a tokenizer does not say
+SD3_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
+# flow_grpo's SD3.5 LoRA (yifan123/flow_grpo, scripts/train_sd3.py; Flow-Factory's sd3_5.py the same): both
+# streams' attention projections, r 32 and alpha 64 in its configs.
+SD35_LORA_TARGETS = (
+    "attn.add_k_proj",
+    "attn.add_q_proj",
+    "attn.add_v_proj",
+    "attn.to_add_out",
+    "attn.to_k",
+    "attn.to_out.0",
+    "attn.to_q",
+    "attn.to_v",
+)
 
 
 class SD3Family(ModelFamily):
-    lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
+    """SD3 and SD3.5 (Medium, Large): one pipeline, the transformer's config says which (``is_sd35``)."""
+
+    lora_targets = SD3_LORA_TARGETS
     text_encoder_fields = ("clips", "t5")
 
     def __init__(
@@ -58,6 +73,8 @@ class SD3Family(ModelFamily):
             self.t5_tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer_3")
             self.t5_sequence = min(T5_SEQUENCE, self.t5_tokenizer.model_max_length)
         config = self.transformer.config
+        if is_sd35(config):
+            self.lora_targets = SD35_LORA_TARGETS
         height, width = self.latent_size(resolution) if resolution else (config.sample_size, config.sample_size)
         self.latent_shape = (config.in_channels, height, width)
         self.image_tokens = (height // config.patch_size) * (width // config.patch_size)
@@ -116,3 +133,8 @@ class SD3Family(ModelFamily):
         latents = latents.float() / config.scaling_factor + (config.shift_factor or 0.0)
         images = self.vae.decode(latents.to(self.vae.dtype), return_dict=False)[0]  # the compute precision
         return (images.float() / 2 + 0.5).clamp(0, 1)
+
+
+def is_sd35(config: object) -> bool:
+    """SD3.5 Medium and Large normalise queries and keys (``qk_norm``); SD3-Medium does not."""
+    return getattr(config, "qk_norm", None) is not None

@@ -1,0 +1,33 @@
+"""The executors' audit on one spec per model family added for issue 31, each its tiny model: Flow-GRPO full
+fine-tuning, lean_retain and lean_reweight against native (docs/executors.md §4). ``pytest -s`` prints each
+verdict, the table in docs/trainer.md ("Audited families")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.executors.conftest import audit_spec
+from trainer.audit import audit
+
+AUDITED = ["lean_retain", "lean_reweight"]
+
+
+def family_models(sd35_dirs: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Each added family's tiny model, as the spec's model section names it."""
+    return {"sd3.5-medium": {"family": "sd3", "path": str(sd35_dirs["medium"])}}
+
+
+@pytest.mark.parametrize("case", ["sd3.5-medium"])
+def test_the_audit_passes_the_lean_executors_on_each_added_family(
+    tmp_path: Path, sd35_dirs: dict[str, Path], case: str
+) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(audit_spec(model=family_models(sd35_dirs)[case])))
+    executors: dict[str, Any] = audit(path, AUDITED)["executors"]
+    print(case, {name: (executors[name]["class"], executors[name]["verdict"]) for name in AUDITED})
+    assert [executors[name]["verdict"] for name in AUDITED] == ["pass", "pass"]
+    assert all(executors[name]["grad_norm"] > 0 for name in AUDITED)
