@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards gpu-check fuzz mutation
+.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards bench-artifacts gpu-check fuzz mutation
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -79,3 +79,8 @@ SFUMATO_BENCH_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench-platform: install
 	SFUMATO_BENCH_POSTGRES_URL=$(SFUMATO_BENCH_POSTGRES_URL) SFUMATO_BENCH_REDIS_URL=$(SFUMATO_BENCH_REDIS_URL) \
 		$(PY) bench/platform_speed.py
+
+# The upload of a 100 MB artifact by the trainer's reporter and `sfumato download` of it, timed, on a `sfumato server`
+# of its own in a temporary folder; bench/results/artifacts.md.
+bench-artifacts: install
+	$(PY) bench/artifacts.py

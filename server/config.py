@@ -23,6 +23,10 @@ class Settings(BaseSettings):
     broker_url: str = ""
     public_url: str = "http://127.0.0.1:8000"
     artifact_root: Path | None = None
+    # Where uploaded artifacts are kept: unset, `<artifact root>/store`; `s3://bucket/prefix`, an S3-compatible
+    # bucket, with boto3's own settings (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION,
+    # AWS_ENDPOINT_URL_S3 for a server other than AWS). docs/artifacts.md.
+    artifact_store: str = Field("", pattern=r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[^/].*)?)?$")
     admin_token: str | None = None
     admin_password: str | None = None
     secret_key: str = ""

@@ -4,6 +4,7 @@ from sfumato.client import Client
 from sfumato.errors import (
     APIError,
     AuthenticationError,
+    ChecksumMismatch,
     ConfigError,
     Conflict,
     ConnectionFailed,
@@ -19,6 +20,7 @@ from sfumato.errors import (
 from sfumato.models import (
     Advice,
     ApiToken,
+    Artifact,
     ComparedJob,
     Comparison,
     Experiment,
@@ -36,7 +38,9 @@ __all__ = [
     "APIError",
     "Advice",
     "ApiToken",
+    "Artifact",
     "AuthenticationError",
+    "ChecksumMismatch",
     "Client",
     "ComparedJob",
     "Comparison",

@@ -18,11 +18,19 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from sfumato.advice_client import AdviceCalls
+from sfumato.artifact_download import download_artifact_to
 from sfumato.config import resolve_credentials
-from sfumato.errors import ConfigError, ConnectionFailed, MissingDependency, WaitTimeout, api_error
+from sfumato.errors import (
+    ConfigError,
+    ConnectionFailed,
+    MissingDependency,
+    WaitTimeout,
+    api_error,
+    response_detail,
+)
 from sfumato.experiment_client import ExperimentCalls
 from sfumato.model_client import ModelCalls
-from sfumato.models import ApiToken, Comparison, Host, Job, LogLine, MetricSeries, Sample
+from sfumato.models import ApiToken, Artifact, Comparison, Host, Job, LogLine, MetricSeries, Sample
 from sfumato.playground_client import PlaygroundCalls
 from sfumato.reward_services import RewardService
 from sfumato.specfile import apply_overrides, read_spec_file
@@ -70,7 +78,7 @@ class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls):
         except httpx.HTTPError as exc:
             raise ConnectionFailed(f"cannot reach the Sfumato server at {self.url}: {_reason(exc)}") from exc
         if response.is_error:
-            raise api_error(response.status_code, _detail(response), method, path)
+            raise api_error(response.status_code, response_detail(response), method, path)
         return response
 
     def _get(self, path: str, **params: Any) -> Any:
@@ -236,6 +244,23 @@ class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls):
             paths.append(path)
         return paths
 
+    # -- artifacts ----------------------------------------------------------------------------------
+
+    def artifacts(self, job_id: int) -> list[Artifact]:
+        """The job's checkpoints, models and exports, oldest first."""
+        return [Artifact.model_validate(item) for item in self._get(f"/jobs/{job_id}/artifacts")["items"]]
+
+    def download_artifact(self, job_id: int, artifact_id: int, dest: str | Path, *, unpack: bool = True) -> Path:
+        """Download an artifact into the folder `dest`, resuming a download cut short (Range) and checking its
+        SHA-256; returns the file, or the unpacked folder of a folder artifact (`unpack=False`: its .tar)."""
+        folder = Path(dest)
+        part = folder / f".sfumato-{job_id}-{artifact_id}.part"
+        path = f"{API}/jobs/{job_id}/artifacts/{artifact_id}/download"
+        try:
+            return download_artifact_to(self._http, path, part, folder, unpack=unpack)
+        except httpx.HTTPError as exc:
+            raise ConnectionFailed(f"download from {self.url} stopped: {_reason(exc)}; run it again to resume") from exc
+
     def logs(self, job_id: int, follow: bool = False, *, interval: float = 1.0) -> Iterator[LogLine]:
         """The job's log lines in order; with `follow`, keep yielding new ones until the job has finished."""
         offset, finished = 0, False
@@ -321,14 +346,6 @@ class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls):
     def check(self) -> None:
         """Raise unless the server answers and accepts the token."""
         self._get("/jobs", limit=1)
-
-
-def _detail(response: httpx.Response) -> Any:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:300] or response.reason_phrase
-    return body.get("detail", body) if isinstance(body, dict) else body
 
 
 def _reason(exc: httpx.HTTPError) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class SfumatoError(Exception):
@@ -23,6 +26,10 @@ class SpecFileError(SfumatoError):
 
 class WaitTimeout(SfumatoError):
     """`wait` ran out of time before the job finished."""
+
+
+class ChecksumMismatch(SfumatoError):
+    """A downloaded artifact's bytes are not those the server holds (their SHA-256 differs)."""
 
 
 class MissingDependency(SfumatoError):
@@ -92,6 +99,15 @@ _BY_STATUS: dict[int, type[APIError]] = {
     409: Conflict,
     422: ValidationFailed,
 }
+
+
+def response_detail(response: httpx.Response) -> Any:
+    """The server's message in an error answer: its JSON `detail`, else the start of its text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    return body.get("detail", body) if isinstance(body, dict) else body
 
 
 def api_error(status_code: int, detail: Any, method: str, path: str) -> APIError:

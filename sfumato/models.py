@@ -121,6 +121,23 @@ class Sample(_Model):
     image_url: str
 
 
+class Artifact(_Model):
+    """A checkpoint, model, export or playground grid a job registered; `downloadable` once the platform holds
+    its bytes (`Client.download_artifact`)."""
+
+    id: int
+    attempt: int
+    kind: str
+    name: str
+    step: int | None = None
+    path: str
+    size_bytes: int | None = None
+    created_at: datetime
+    sha256: str | None = None
+    packing: str | None = None
+    downloadable: bool = False
+
+
 class Device(_Model):
     index: int
     device_type: str

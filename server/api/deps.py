@@ -21,9 +21,10 @@ from server.api.page_session import session_caller
 from server.config import Settings
 from server.models import Job
 from server.schemas.common import MAX_INT32
-from server.services.auth import Caller, authenticate_api_token, authenticate_job_token
+from server.services.auth import Caller, authenticate_api_token, authenticate_job_token, running_job_of_token
 from server.services.errors import Forbidden, Unauthorized
-from server.services.scoping import get_visible_job
+from server.services.scoping import get_team_job_for_trainer, get_visible_job
+from server.services.tokens import JOB_TOKEN_PREFIX
 
 user_bearer = HTTPBearer(scheme_name="UserToken", description="a user API token (sfu_...)", auto_error=False)
 job_bearer = HTTPBearer(scheme_name="JobToken", description="the per-job trainer token (sfj_...)", auto_error=False)
@@ -151,6 +152,17 @@ def visible_job(job_id: JobId, session: SessionDep, caller: CallerDep) -> Job:
 
 
 VisibleJob = Annotated[Job, Depends(visible_job)]
+
+
+def artifact_reading_job(request: Request, job_id: JobId, session: SessionDep, credentials: UserCredentials) -> Job:
+    """The path's job for reading its artifacts: as for `visible_job`, or with a job token (a trainer fetching a
+    checkpoint), any job of the token's job's team; 404 otherwise."""
+    if credentials is not None and credentials.credentials.startswith(JOB_TOKEN_PREFIX):
+        return get_team_job_for_trainer(session, running_job_of_token(session, credentials.credentials), job_id)
+    return get_visible_job(session, _user(request, session, credentials), job_id)
+
+
+ArtifactReadingJob = Annotated[Job, Depends(artifact_reading_job)]
 
 
 def ingest_job(job_id: JobId, session: SessionDep, credentials: JobCredentials) -> Job:

@@ -35,6 +35,8 @@ class Team(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
     max_devices: Mapped[int | None] = mapped_column(default=None)
+    # Keep the last N checkpoints of each job in the artifact store (None: keep all); models and exports stay.
+    checkpoint_retention: Mapped[int | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

@@ -108,3 +108,10 @@ class Artifact(Base):
     path: Mapped[str] = mapped_column(String(500))
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)  # checkpoints pass 2 GiB
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The bytes the platform holds (docs/artifacts.md): set together when an upload completes, cleared together
+    # when retention deletes them. `store_key` names the object in the artifact store.
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    packing: Mapped[str | None] = mapped_column(String(10))  # "file", or "tar" for a folder
+    store_key: Mapped[str | None] = mapped_column(String(300))
+    uploaded_at: Mapped[datetime | None] = mapped_column(DateTime)
+    pruned_at: Mapped[datetime | None] = mapped_column(DateTime)

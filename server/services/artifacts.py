@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
@@ -24,12 +25,24 @@ def _size(path: Path) -> int | None:
 
 
 def register_artifact(session: Session, settings: Settings, job: Job, body: ArtifactRecord) -> ArtifactOut:
-    """Record a file or folder the trainer wrote under its output dir (the job folder). Commits."""
+    """Record a file or folder the trainer wrote under its output dir (the job folder); the same one sent again is
+    the one recorded before. Commits. Its bytes follow by upload (artifact_uploads.py)."""
     if body.attempt > job.attempt:  # an earlier attempt's checkpoints may be announced late, from its spool
         raise Conflict(f"attempt {body.attempt} is newer than job {job.id}'s current attempt ({job.attempt})")
     folder = job_folder(settings, job.id)
     target = confined(folder, body.path, field="path")
     relative = target.relative_to(folder.resolve()).as_posix()
+    same = session.scalar(
+        select(Artifact).where(
+            Artifact.job_id == job.id,
+            Artifact.attempt == body.attempt,
+            Artifact.kind == body.kind,
+            Artifact.name == body.name,
+            Artifact.path == relative,
+        )
+    )
+    if same is not None:  # sent again (the reporter's acknowledgement was lost): its upload goes on
+        return ArtifactOut.model_validate(same)
     artifact = Artifact(
         job_id=job.id,
         attempt=body.attempt,

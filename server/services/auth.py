@@ -205,6 +205,14 @@ def authenticate_job_token(session: Session, raw: str, job_id: int) -> Job:
     return holder
 
 
+def running_job_of_token(session: Session, raw: str) -> Job:
+    """The job a trainer's token belongs to, for the reads a job may make beyond its own (its team's artifacts)."""
+    holder = session.scalar(select(Job).where(Job.token_hash == hash_token(raw)))
+    if holder is None:
+        raise Unauthorized("invalid job token (unknown, or its job has finished)")
+    return holder
+
+
 def _refuse_past_attempt(session: Session, digest: str, job_id: int) -> None:
     """AttemptSuperseded when `digest` is the token of an attempt of `job_id` that is over while the job goes on."""
     past = session.execute(

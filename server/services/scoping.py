@@ -122,3 +122,13 @@ def ensure_server_admin(caller: Caller) -> None:
 def can_manage_hosts(caller: Caller) -> bool:
     """Drain, disable and enable hosts and devices: server admins and the admins of any team."""
     return caller.can_write and (caller.is_admin or any(t.role == "admin" for t in caller.teams))
+
+
+def get_team_job_for_trainer(session: Session, trainer_job: Job, job_id: int) -> Job:
+    """A job a trainer's job may read the artifacts of: any job of its own team (a job without a team: itself
+    only); 404 otherwise, as for a user."""
+    job = session.get(Job, job_id)
+    same_team = job is not None and trainer_job.team_id is not None and job.team_id == trainer_job.team_id
+    if job is None or not (same_team or job.id == trainer_job.id):
+        raise NotFound(f"job {job_id} not found")
+    return job

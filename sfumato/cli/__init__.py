@@ -1,6 +1,6 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server, keygen) and the
-client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, advise, advice, token, hosts,
-experiment, service)."""
+client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, download, advise, advice, token,
+hosts, experiment, service)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,18 @@ from collections.abc import Callable
 
 import typer
 
-from sfumato.cli import account, advise, experiments, jobs, keygen, playground, processes, reward_server, services
+from sfumato.cli import (
+    account,
+    advise,
+    artifacts,
+    experiments,
+    jobs,
+    keygen,
+    playground,
+    processes,
+    reward_server,
+    services,
+)
 from sfumato.cli.common import connection_options
 from sfumato.cli.registry import model_app
 
@@ -29,6 +40,7 @@ JOB_COMMANDS: tuple[Callable[..., None], ...] = (
     jobs.retry,
     jobs.compare,
     jobs.export,
+    artifacts.download,
     advise.advise,
     advise.advice,
     playground.playground,

@@ -81,8 +81,9 @@ class Cluster:
     def start_scheduler(self, name: str = "scheduler") -> None:
         self.start(name, [sys.executable, "-m", "sfumato.cli", "scheduler"])
 
-    def start_worker(self, host: str, slots: int = 1) -> None:
-        env = {**self.platform.env, "SFUMATO_WORKER_HOSTNAME": host, "SFUMATO_WORKER_CPU_SLOTS": str(slots)}
+    def start_worker(self, host: str, slots: int = 1, **settings: str) -> None:
+        """`settings`: SFUMATO_* settings of this host only (its own artifact root, as a separate machine has)."""
+        env = {**self.platform.env, "SFUMATO_WORKER_HOSTNAME": host, "SFUMATO_WORKER_CPU_SLOTS": str(slots), **settings}
         self.worker_envs[host] = env
         argv = [
             sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--pool", "threads",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from security_support import send_telemetry, token_for
 from server_harness import Harness, Headers
 from sqlalchemy import Select, select
+from uploaded_artifacts import uploaded
 
 from server.models import ApiToken, Team, User
 from server.services.tokens import hash_token
@@ -34,12 +35,13 @@ def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
 def plant(harness: Harness, team: str) -> TeamThings:
     """Team `team` with its admin `{team}-admin` (and a spare token of theirs, never used) and member
     `{team}-member`, and a running job (a metric, a sample, a log line, a checkpoint), an experiment, a reward
-    service, an advice and a webhook; needs an online CPU host."""
+    service, an advice, a webhook and an uploaded model; needs an online CPU host."""
     admin = harness.add_user(f"{team}-admin", team, "admin")
     member = harness.add_user(f"{team}-member", team, "member")
     spare = token_for(harness, f"{team}-admin")["Authorization"].removeprefix("Bearer ")
     job_id = harness.submit_ok({"name": f"{team}-job"}, headers=admin)
-    sample_id = send_telemetry(harness, job_id, harness.start_job(job_id))
+    job_token = harness.start_job(job_id)
+    sample_id = send_telemetry(harness, job_id, job_token)
     return TeamThings(
         team,
         admin,
@@ -54,6 +56,7 @@ def plant(harness: Harness, team: str) -> TeamThings:
             "service_id": _created(harness, admin, "/api/v1/services", _service(team)),
             "advice_id": _created(harness, admin, "/api/v1/advise", {"spec": {"name": f"{team}-advised"}}),
             "webhook_id": _webhook(harness, admin, team),
+            "artifact_id": uploaded(harness, job_id, job_token, "model", "model.safetensors", b"weights"),
             "model_name": _registered_model(harness, admin, team, job_id),
             "version": 1,
             "alias": "production",

@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 from security_support import login_with_token
 from server_harness import Harness, png_bytes
 from sqlalchemy import update
+from uploaded_artifacts import upload
 
 from server.models import Allocation, Artifact, Device, Job, RewardService, Sample
 from server.schemas.common import MAX_INT32
@@ -79,8 +80,11 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
         session.commit()
 
 
-def _urls(harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int) -> list[str]:
+def _urls(
+    harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int, artifact_id: int
+) -> list[str]:
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
+    fill |= {"artifact_id": artifact_id}
     fill |= {"service_id": 1, "advice_id": 1, "webhook_id": 1}
     fill |= {"model_name": "extremes", "version": 1, "alias": "production"}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
@@ -113,7 +117,10 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     form = {"attempt": "1", "step": "1", "kind": "eval", "prompt": "p", "seed": "1"}
     sample = harness.client.post(f"/api/v1/ingest/{job_id}/samples", data=form, files=files, headers=token)
     artifact = {"attempt": 1, "kind": "checkpoint", "name": "c", "step": 1, "path": "checkpoints/c"}
-    assert harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token).status_code == 201
+    registered_artifact = harness.client.post(f"/api/v1/ingest/{job_id}/artifacts", json=artifact, headers=token)
+    assert registered_artifact.status_code == 201
+    artifact_id = int(registered_artifact.json()["id"])
+    upload(harness, job_id, artifact_id, token, b"weights")
     sample_id = int(sample.json()["id"])
     _poison(harness, job_id, sample_id, POISONS[poison])
     model = {"name": "extremes", "job_id": job_id}
@@ -121,7 +128,7 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     assert registered.status_code == 201, registered.text
     assert login_with_token(harness, harness.admin) == 303
     failures: dict[str, object] = {}
-    for url in _urls(harness, job_id, sample_id, other_id, experiment["id"]):
+    for url in _urls(harness, job_id, sample_id, other_id, experiment["id"], artifact_id):
         try:
             status = harness.client.get(url, headers=harness.admin, follow_redirects=False).status_code
         except Exception as exc:  # the app's own crash, re-raised by the test client

@@ -1,4 +1,4 @@
-"""The reporter's HTTP client: keep-alive POSTs to the job's ingestion endpoints over http.client.
+"""The reporter's HTTP client: keep-alive requests to the job's ingestion endpoints over http.client.
 
 The reporter's thread sends a few small requests a second for as long as training runs, on the
 same cores as the training loop; httpx spends about a millisecond of CPU on each, the standard
@@ -51,25 +51,34 @@ class IngestClient:
             self._connection.close()
             self._connection = None
 
-    def _post(self, path: str, body: bytes, content_type: str) -> tuple[int, bytes]:
-        """(status, body). A kept-alive connection the server has closed meanwhile is retried once on a new one;
-        a server that cannot be reached raises one of TransportError."""
-        headers = {**self._headers, "Content-Type": content_type}
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """(status, response headers with lowercase names, body) of a request on the job's endpoints (the artifact
+        upload's HEAD and PATCH among them). A kept-alive connection the server has closed meanwhile is retried
+        once on a new one; a server that cannot be reached raises one of TransportError."""
+        headers = {**self._headers, **(headers or {})}
         reused = self._connection is not None
         try:
-            return self._exchange(path, body, headers)
+            return self._exchange(method, path, body, headers)
         except TransportError:
             if not reused:
                 raise
-        return self._exchange(path, body, headers)
+        return self._exchange(method, path, body, headers)
 
-    def _exchange(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    def _post(self, path: str, body: bytes, content_type: str) -> tuple[int, bytes]:
+        status, _, answer = self.request("POST", path, body, {"Content-Type": content_type})
+        return status, answer
+
+    def _exchange(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         if self._connection is None:
             self._connection = self._connection_class(self._host, self._port, timeout=self._timeout_s)
         try:
-            self._connection.request("POST", self._prefix + path, body, headers)
+            self._connection.request(method, self._prefix + path, body, headers)
             response = self._connection.getresponse()
-            return response.status, response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
         except TransportError:
             self.close()
             raise

@@ -22,6 +22,10 @@ The server stores each point once under its natural key (job, key, step, attempt
 twice — acknowledged but the offset not yet written — stores nothing twice. Every line a human
 should see is printed to stdout, the job log.
 
+An artifact event is registered, then its bytes follow (artifact_upload.py): the file, or the folder as one tar
+stream, resumed from the offset the server holds when a try was cut short; the event is acknowledged only once the
+server holds the whole and has checked its SHA-256.
+
 A reporter whose attempt is over (the platform sent the job back to the queue or started it again, and this
 trainer still runs) is answered 409 with code ``attempt_superseded``: it prints that answer once and stops,
 spooling and sending nothing more, and leaves the spool to the attempt that goes on. The progress of an earlier
@@ -43,6 +47,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from trainer.reporting.artifact_upload import UploadInterrupted, UploadRefused, upload_artifact
 from trainer.reporting.ingest_client import IngestClient, TransportError
 from trainer.spec.eval_task import EvaluationReport
 from trainer.spec.ingest import (
@@ -88,6 +93,7 @@ class Reporter:
     ) -> None:
         self.enabled = bool(api_url and job_id)
         self.attempt = attempt
+        self.output_dir = output_dir
         self.spool_path = output_dir / SPOOL_NAME
         self.offset_path = output_dir / OFFSET_NAME
         self.batch_interval_s = batch_interval_s
@@ -311,7 +317,9 @@ class Reporter:
                 )
             else:
                 status, body = self._client.post_json(f"/{request['kind']}", orjson.dumps(request["json"]))
-        except TransportError:
+            if request["kind"] == "artifacts" and status < 300:
+                self._upload(request["json"]["path"], orjson.loads(body))
+        except (*TransportError, UploadInterrupted):
             return False
         if 400 <= status < 500:
             if status == 409 and _attempt(request) >= self.attempt and _code(body) == ATTEMPT_SUPERSEDED_CODE:
@@ -320,6 +328,19 @@ class Reporter:
             self.print(f"reporter: {request['kind']} refused with {status}: {text}")
             return True
         return status < 400
+
+    def _upload(self, path: str, registered: dict[str, Any]) -> None:
+        """Send a registered artifact's bytes (resuming what the server holds), unless they are there already; an
+        upload the server refuses for good is printed and not tried again."""
+        source = self.output_dir / path
+        if "id" not in registered or registered.get("sha256") or not source.exists():
+            return
+        try:
+            done = upload_artifact(self._client, int(registered["id"]), source)
+        except UploadRefused as exc:
+            self.print(f"reporter: upload of artifact {path} refused with {exc}")
+            return
+        self.print(f"artifact {path} uploaded: {done.size} bytes, sha256 {done.sha256}")
 
     def _stop_superseded(self, body: bytes) -> None:
         """Print the server's answer once, spool nothing more and end the background thread."""

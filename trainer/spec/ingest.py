@@ -8,7 +8,9 @@ sample once under (attempt, step, kind, prompt, seed), progress keeps the latest
 
 from __future__ import annotations
 
+import hashlib
 import math
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -34,6 +36,12 @@ MetricKey = Annotated[str, Field(min_length=1, max_length=200)]
 SampleKind = Literal["eval", "train"]
 # An export's `name` is its format and its `step` the checkpoint's step; a playground artifact is its image grid.
 ArtifactKind = Literal["checkpoint", "model", "export", "playground"]
+# How the bytes of an artifact are laid: a file as it is, a folder as one uncompressed tar stream.
+ArtifactPacking = Literal["file", "tar"]
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256, 64 lowercase hex digits")]
+# The headers of the resumable upload (docs/artifacts.md; tus 1.0's offset protocol).
+UPLOAD_OFFSET_HEADER = "Upload-Offset"
+UPLOAD_CONTENT_TYPE = "application/offset+octet-stream"
 
 
 class MetricStep(BaseModel):
@@ -72,6 +80,24 @@ class ArtifactRecord(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     step: Step | None = None
     path: str = Field(min_length=1, max_length=400, description="relative to the trainer's --output-dir")
+
+
+class ArtifactUploadDone(BaseModel):
+    """`POST .../artifacts/{id}/upload/complete`: the bytes sent make the whole file (or the folder's tar stream),
+    of this size and SHA-256; anything else is refused and the artifact keeps its earlier state."""
+
+    size: int = Field(ge=0, le=2**50)
+    sha256: Sha256Hex
+    packing: ArtifactPacking = "file"
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) an uploaded or downloaded artifact is checked with, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class SampleForm(BaseModel):

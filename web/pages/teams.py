@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session
 from server.api.deps import get_session, get_settings
 from server.config import Settings
 from server.schemas.accounts import MemberAdd, MemberRole, TeamCreate, UserChange, UserCreate
+from server.schemas.artifacts import RetentionChange
 from server.schemas.common import MAX_INT32
 from server.schemas.webhooks import WebhookCreate
 from server.services import accounts, audit, offboarding, webhooks
+from server.services.artifact_retention import set_retention, storage_of
 from server.services.audit import AUDIT_ACTIONS
 from server.services.auth import Caller
 from server.services.errors import Forbidden, NotFound, ServiceError
@@ -79,6 +81,7 @@ def _team_page(
             for w in webhooks.list_webhooks(session, caller, team_id).items
         ],
         "created_secret": created_secret,
+        "storage": storage_of(session, caller, team_id),
         "errors": errors,
     }
     return render(request, "team.html", context, status_code=status_code)
@@ -162,6 +165,30 @@ async def create_webhook(
         status_code = exc.status_code if isinstance(exc, ServiceError) else 422
         return _team_page(request, session, caller, team_id, messages(exc), status_code)
     return _team_page(request, session, caller, team_id, [], 201, created_secret=created.secret)
+
+
+@router.post("/teams/{team_id}/artifact-retention", dependencies=[Depends(require_csrf)])
+async def change_retention(
+    request: Request,
+    team_id: PageId,
+    caller: Caller = Depends(page_caller),
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> Response:
+    """The checkpoints kept per job (an empty field: all), as PATCH /api/v1/teams/{id}/artifact-storage."""
+    try:
+        visible_team(session, caller, team_id)
+    except NotFound:
+        raise PageNotFound(f"team #{team_id}") from None
+    form = await form_fields(request)
+    keep = form.get("checkpoint_retention", "").strip() or None
+    try:
+        change = RetentionChange.model_validate({"checkpoint_retention": keep})
+        set_retention(session, settings, caller, team_id, change)
+    except (ServiceError, ValidationError) as exc:
+        status_code = exc.status_code if isinstance(exc, ServiceError) else 422
+        return _team_page(request, session, caller, team_id, messages(exc), status_code)
+    return RedirectResponse(f"/teams/{team_id}#artifacts", status_code=303)
 
 
 def _webhook_change(
