@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="downloads timed (median reported)")
     args = parser.parse_args()
     size = args.megabytes * MB
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-artifacts-") as scratch:
         home = Path(scratch) / "home"
         home.mkdir()
@@ -156,8 +157,15 @@ def main() -> None:
         "# Artifact upload and `sfumato download` (`make bench-artifacts`)",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}: {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end. One `sfumato server` "
-        "(SQLite, the default folder store) and the client on the same machine, over loopback.",
+        f"{platform.python_version()}, load average {load_before:.1f} at the start and {os.getloadavg()[0]:.1f} at "
+        "the end. One `sfumato server` (SQLite, the default folder store) and the client on the same machine, over "
+        "loopback."
+        + (
+            " The machine was not quiet (a load above its CPU count): other processes shared its "
+            "cores, so these times are upper bounds."
+            if load_before > (os.cpu_count() or 1)
+            else ""
+        ),
         "",
         f"The artifact: a `model/` folder of {args.megabytes} MB of random bytes in 4 files, sent as one tar stream "
         f"of {stream_mb:.1f} MB (sha256 `{artifact['sha256'][:16]}...`).",
