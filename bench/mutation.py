@@ -147,6 +147,7 @@ MODULES: dict[str, list[str]] = {
 
 # Survivors that no test can kill because the mutant behaves as the original, keyed by mutmut's mutant name.
 _BLOCKS, _PLACEMENT = "server.services.metric_blocks.", "server.services.placement_pass."
+_AUTH = "server.services.auth."
 _REWEIGHT = "trainer.executors.lean_reweight.xǁLeanReweightExecutorǁ"
 _TILE_START = (
     "pack() reads `group` only where consecutive points change it (np.diff != 0): inside a block the tile index "
@@ -177,6 +178,8 @@ EQUIVALENT: dict[str, str] = {
     _PLACEMENT + "x__host_capacity__mutmut_12": _SAME_JOIN,
     _PLACEMENT + "x__placed_on__mutmut_4": _POOL_ORDER,
     _PLACEMENT + "x__placed_on__mutmut_6": _POOL_ORDER,
+    _AUTH + "x__refuse_past_attempt__mutmut_8": _SAME_JOIN,
+    _AUTH + "x__refuse_past_attempt__mutmut_10": _SAME_JOIN,
     _REWEIGHT + "train_step__mutmut_330": (
         "the first update's clip mask (all False) is only averaged within its own update and read to the host: "
         "its mean is 0 wherever it lives"
