@@ -67,6 +67,14 @@ def sd35_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {variant: build_tiny_sd35(root / variant, variant) for variant in ("medium", "large")}
 
 
+@pytest.fixture(scope="session")
+def wan22_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Wan 2.2 TI2V-5B checkpoint (``model.family`` wan, a local ``model.path``), built once."""
+    from trainer.models.tiny_wan22 import build_tiny_wan22
+
+    return build_tiny_wan22(tmp_path_factory.mktemp("wan22") / "model")
+
+
 def tiny_spec(**overrides: Any) -> dict[str, Any]:
     """examples/tiny-native.json with sections overridden (shallow merge per section)."""
     spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())

@@ -12,6 +12,7 @@ plumbing, not learning. The text encoder is a tiny UMT5 on the word-level tokeni
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from trainer.models.tiny_t5 import tiny_t5_config
 from trainer.models.tiny_vae import LATENT_CHANNELS
@@ -56,15 +57,22 @@ SCHEDULER_CONFIG = {
 }
 
 
-def build_tiny_wan(directory: Path, words: list[str]) -> None:
-    """Components from configs (the caller seeds torch), saved as a WanPipeline directory."""
+def build_tiny_wan(
+    directory: Path,
+    words: list[str],
+    transformer: dict[str, Any] = TRANSFORMER_CONFIG,
+    vae: dict[str, Any] = VAE_CONFIG,
+    scheduler: dict[str, Any] = SCHEDULER_CONFIG,
+) -> None:
+    """Components from configs (the caller seeds torch), saved as a WanPipeline directory (Wan 2.1's configs
+    unless given: ``tiny_wan22.py`` gives Wan 2.2 TI2V-5B's)."""
     from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanTransformer3DModel
     from transformers import UMT5Config, UMT5EncoderModel
 
     tokenizer = word_tokenizer(words, MAX_TOKENS)
-    WanTransformer3DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
-    AutoencoderKLWan(**VAE_CONFIG).save_pretrained(directory / "vae")
-    UniPCMultistepScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
+    WanTransformer3DModel(**transformer).save_pretrained(directory / "transformer")
+    AutoencoderKLWan(**vae).save_pretrained(directory / "vae")
+    UniPCMultistepScheduler(**scheduler).save_pretrained(directory / "scheduler")
     umt5 = UMT5Config(**tiny_t5_config(len(tokenizer), TEXT_HIDDEN))
     UMT5EncoderModel(umt5).save_pretrained(directory / "text_encoder")
     tokenizer.save_pretrained(directory / "tokenizer")

@@ -6,10 +6,16 @@ takes the timestep 1000σ. Videos are ``num_frames`` × ``height`` × ``width`` 
 against the checkpoint's own VAE scale factors and patch size (the spec checks Wan 2.1's: 8 × 2
 in space, 4 in time). ``decode`` returns videos [B, F, 3, H, W]; rewards score every frame and
 average (``trainer/rewards/registry.py``).
+
+Wan 2.2 TI2V-5B is the same pipeline with a 48-channel VAE that compresses 16× in space (``z_dim`` 48,
+``patch_size`` 2) and ``expand_timesteps`` in its ``model_index.json``: WanPipeline then gives the transformer
+one timestep per latent patch token, t on every token in text-to-video (in image-to-video the conditioning
+frame's tokens get 0, the later edit/I2V family's part). Its LoRA targets are Flow-Factory's Wan list.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -21,6 +27,20 @@ from trainer.spec import SpecError
 from trainer.spec.model import WAN_PIPELINE_SIZE
 
 PIPELINE_SIZE = WAN_PIPELINE_SIZE  # WanPipeline's default height, width and frames
+# Flow-Factory's Wan LoRA (src/flow_factory/models/wan/wan2_t2v.py, default_target_modules): self- and
+# cross-attention projections and the feed-forward, as its wan22 recipes train them.
+WAN22_LORA_TARGETS = (
+    "attn1.to_q",
+    "attn1.to_k",
+    "attn1.to_v",
+    "attn1.to_out.0",
+    "attn2.to_q",
+    "attn2.to_k",
+    "attn2.to_v",
+    "attn2.to_out.0",
+    "ffn.net.0.proj",
+    "ffn.net.2",
+)
 
 
 class WanFamily(ModelFamily):
@@ -33,7 +53,13 @@ class WanFamily(ModelFamily):
         from diffusers import AutoencoderKLWan, WanTransformer3DModel
         from transformers import AutoTokenizer, UMT5EncoderModel
 
+        if (directory / "transformer_2").is_dir():
+            message = f"{directory} has two experts (Wan 2.2 A14B's transformer_2): one transformer is trained here"
+            raise SpecError("model.path", message)
         self.schedule = CheckpointSchedule.load(directory, "wan")
+        self.expand_timesteps = expands_timesteps(directory)
+        if self.expand_timesteps:
+            self.lora_targets = WAN22_LORA_TARGETS
         self.device = device
         self.encoder_device = device  # where the text encoders run (model.text_encoders)
         transformer = WanTransformer3DModel.from_pretrained(directory / "transformer", torch_dtype=dtype)
@@ -73,9 +99,12 @@ class WanFamily(ModelFamily):
 
     def forward(self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
         dtype = x.dtype
+        timestep = sigma.float() * 1000  # the pipeline's fp32 t
+        if self.expand_timesteps:
+            timestep = timestep[:, None].expand(-1, self.image_tokens)
         return module(
             hidden_states=x,
-            timestep=sigma.float() * 1000,  # the pipeline's fp32 t
+            timestep=timestep,
             encoder_hidden_states=cond.hidden.to(dtype),
             return_dict=False,
         )[0]
@@ -89,3 +118,9 @@ class WanFamily(ModelFamily):
         latents = (latents.float() * std + mean).to(self.vae.dtype)  # the VAE runs in the compute precision
         video = self.vae.decode(latents, return_dict=False)[0]  # [B, 3, F, H, W]
         return (video.float() / 2 + 0.5).clamp(0, 1).transpose(1, 2)
+
+
+def expands_timesteps(directory: Path) -> bool:
+    """Whether the folder's WanPipeline config sets ``expand_timesteps`` (Wan 2.2 TI2V-5B)."""
+    index = directory / "model_index.json"
+    return index.is_file() and bool(json.loads(index.read_text()).get("expand_timesteps"))
