@@ -38,6 +38,7 @@ def live(harness: Harness) -> Iterator[str]:
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
         time.sleep(0.01)
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
