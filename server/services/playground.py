@@ -5,6 +5,8 @@ a checkpoint (a model version's) are the playground jobs whose `source_artifact_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
@@ -14,16 +16,17 @@ from server.schemas.jobs import JobDetail
 from server.schemas.playground import PlaygroundList, PlaygroundRequest, PlaygroundRun
 from server.services.auth import Caller
 from server.services.errors import FieldErrors
+from server.services.model_registry import version_detail
 from server.services.task_jobs import checkpoint_artifact, checkpoint_source, submit_task_job
 from server.states import JobKind
 from trainer.spec.algorithm import AlgorithmSpec
-from trainer.spec.playground_task import MAX_SAMPLER_STEPS, PlaygroundTask, SamplerSettings
+from trainer.spec.playground_task import MAX_SAMPLER_STEPS, PlaygroundSettings, PlaygroundTask, SamplerSettings
 
 GRID = "grid"
 IMAGES = "images"
 
 
-def sampler_of(job: Job, body: PlaygroundRequest) -> SamplerSettings:
+def sampler_of(job: Job, body: PlaygroundSettings) -> SamplerSettings:
     """The request's sampler settings, each one left out taken from the job's own algorithm (its sampling steps
     capped at the playground's limit)."""
     algorithm = AlgorithmSpec.model_validate(job.spec.get("algorithm") or {})
@@ -41,12 +44,48 @@ def request_playground(
     Nothing is stored on an error."""
     if job.kind != JobKind.TRAIN:
         raise FieldErrors.one("job_id", f"job {job.id} is a {job.kind} job; only a training job has checkpoints")
-    artifact = checkpoint_artifact(session, job, body.step)
+    return _queue(session, caller, settings, job, checkpoint_artifact(session, job, body.step), body)
+
+
+def _queue(
+    session: Session, caller: Caller, settings: Settings, job: Job, artifact: Artifact, body: PlaygroundSettings
+) -> JobDetail:
     task = PlaygroundTask(
         source=checkpoint_source(artifact), prompts=body.prompts, seeds=body.seeds, sampler=sampler_of(job, body)
     )
     name = f"playground of {job.name} at step {artifact.step}"
     return submit_task_job(session, caller, settings, job, artifact, JobKind.PLAYGROUND, task, name)
+
+
+@dataclass(frozen=True)
+class VersionCheckpoint:
+    """A model version's source job and checkpoint artifact, as the registry recorded them."""
+
+    model: str
+    version: int
+    team: str
+    job: Job
+    artifact: Artifact
+
+
+def version_checkpoint(
+    session: Session, caller: Caller, name: str, number: int, team: str | None = None
+) -> VersionCheckpoint:
+    """The version the caller's teams hold (404 otherwise), with its checkpoint; a version whose job or checkpoint
+    was deleted since is a 422 naming `version`."""
+    version = version_detail(session, caller, name, number, team)
+    job = session.get(Job, version.job_id) if version.job_id is not None else None
+    artifact = session.get(Artifact, version.artifact_id) if version.artifact_id is not None else None
+    if job is None or artifact is None:
+        raise FieldErrors.one("version", f"version {number} of model {name!r} no longer has its job's checkpoint")
+    return VersionCheckpoint(version.model, version.version, version.team, job, artifact)
+
+
+def request_version_playground(
+    session: Session, caller: Caller, settings: Settings, version: VersionCheckpoint, body: PlaygroundSettings
+) -> JobDetail:
+    """Queue a playground run on the version's own checkpoint artifact: the run is saved with the version."""
+    return _queue(session, caller, settings, version.job, version.artifact, body)
 
 
 def download_url(artifact: Artifact) -> str:

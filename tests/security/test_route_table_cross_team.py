@@ -162,6 +162,8 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /jobs/{job_id}/exports": {"format": "diffusers"},
     "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},
     "POST /jobs/{job_id}/playground": {"prompts": "a cat"},
+    "POST /api/v1/models/{model_name}/versions/{version}/playground": {"prompts": ["a cat"]},
+    "POST /models/{model_name}/versions/{version}/playground": {"prompts": "a cat"},
 }
 
 ROUTES = assembled_routes()

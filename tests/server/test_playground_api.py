@@ -126,3 +126,36 @@ def test_another_teams_job_is_not_found_and_a_viewer_may_list_but_not_run(
     viewer = harness.add_user("vic", "lab", "viewer")
     assert _playground(harness, job_id, viewer, prompts=["a cat"]).status_code == 403
     assert _runs(harness, job_id, viewer) == []
+
+
+def _version(harness: Harness, headers: Headers, job_id: int, step: int) -> str:
+    response = harness.client.post(
+        "/api/v1/models", json={"name": "sunset", "job_id": job_id, "step": step}, headers=headers
+    )
+    assert response.status_code == 201, response.text
+    return "/api/v1/models/sunset/versions/1/playground"
+
+
+def test_a_run_on_a_model_version_reads_its_checkpoint_and_is_saved_with_it(harness: Harness, lab: Headers) -> None:
+    job_id = _checkpointed_job(harness, lab)
+    url = _version(harness, lab, job_id, step=5)
+    response = harness.client.post(url, json={"prompts": ["a red apple"], "seeds": [1]}, headers=lab)
+    assert response.status_code == 201, response.text
+    _playground(harness, job_id, lab, prompts=["a cat"], step=10)  # another checkpoint of the job: not the version's
+    with harness.session() as session:
+        checkpoint = session.scalars(select(Artifact.id).where(Artifact.job_id == job_id, Artifact.step == 5)).one()
+    [saved] = harness.client.get(url, headers=lab).json()["items"]
+    assert (saved["job_id"], saved["source_artifact_id"], saved["step"]) == (response.json()["id"], checkpoint, 5)
+    assert len(_runs(harness, job_id, lab)) == 2
+
+
+def test_a_versions_checkpoint_is_fixed_and_a_viewer_may_list_but_not_run(
+    harness: Harness, lab: Headers, studio: Headers
+) -> None:
+    url = _version(harness, lab, _checkpointed_job(harness, lab), step=5)
+    response = harness.client.post(url, json={"prompts": ["a cat"], "step": 10}, headers=lab)
+    assert response.status_code == 422 and [e["field"] for e in response.json()["detail"]] == ["step"]
+    assert harness.client.post(url, json={"prompts": ["a cat"]}, headers=studio).status_code == 404
+    viewer = harness.add_user("vic", "lab", "viewer")
+    assert harness.client.post(url, json={"prompts": ["a cat"]}, headers=viewer).status_code == 403
+    assert harness.client.get(url, headers=viewer).json()["items"] == []

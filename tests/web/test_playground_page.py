@@ -94,3 +94,25 @@ def test_the_job_page_links_to_its_playground(client: TestClient, world: World) 
     assert (
         f'<a href="/jobs/{world.running.id}/playground">Playground</a>' in client.get(f"/jobs/{world.running.id}").text
     )
+
+
+def test_a_model_versions_playground_draws_on_its_checkpoint_and_lists_the_runs_saved_with_it(
+    app: FastAPI, client: TestClient, world: World
+) -> None:
+    job_id = world.running.id
+    add_checkpoints(app, job_id)
+    auth = {"Authorization": f"Bearer {world.token}"}
+    registered = client.post("/api/v1/models", json={"name": "sunset", "job_id": job_id, "step": 10}, headers=auth)
+    assert registered.status_code == 201, registered.text
+    model_page = client.get("/models/sunset").text
+    url = re.search(r'href="(/models/sunset/versions/1/playground\?team=[^"]+)"', model_page)
+    assert url is not None
+    page = client.get(url.group(1)).text
+    assert 'id="f-step"' not in page  # the version's checkpoint is its own
+    drawn = client.post(
+        url.group(1), data={"prompts": "a red apple", "csrf_token": csrf_of(page)}, follow_redirects=True
+    )
+    assert drawn.status_code == 200, drawn.text
+    [run_id] = re.findall(r'id="run-(\d+)"', drawn.text)
+    draw(client, job_id, prompts="a cat", step="20")  # the job's other checkpoint: not saved with the version
+    assert re.findall(r'id="run-(\d+)"', client.get(url.group(1)).text) == [run_id]
