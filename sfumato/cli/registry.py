@@ -1,9 +1,10 @@
-"""`sfumato model register|list|show|alias`: the model registry, a team's named models with versions
+"""`sfumato model register|list|show|alias|download`: the model registry, a team's named models with versions
 made from a job's checkpoint, aliases such as `production`, and each version's lineage. A version is written
 NAME (its latest), NAME:VERSION or NAME@ALIAS."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -176,3 +177,20 @@ def alias(
     moved = api.set_model_alias(name, alias_name, version, team=model.team)
     was = f"version {before}" if before is not None else "none"
     out.print(f"{name}@{moved.name}: {was} -> version {moved.version}", markup=False)
+
+
+@model_app.command("download")
+@client_command
+def download(
+    ref: Ref,
+    export_format: Annotated[
+        str | None, typer.Option("--format", help="an export of the version (diffusers, comfyui, merged)")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="the folder to write into")] = Path("."),
+    team: TeamOption = None,
+) -> None:
+    """Download a version's checkpoint, or its export in a format; an interrupted download resumes."""
+    api = client()
+    found = api.model_download(ref, export_format=export_format, team=team)
+    path = api.download_artifact(found.job_id, found.artifact_id, out_dir)
+    out.print(f"{ref}: {found.kind} {found.name} of job {found.job_id} at step {found.step} -> {path}", markup=False)

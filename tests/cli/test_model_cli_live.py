@@ -1,6 +1,7 @@
 """`sfumato model` on the live platform, from the finished tiny native job (its final model at step 3): register
 prints the version, `show NAME:1` prints the lineage with the job's own reward figures at that step, `alias`
-sets then moves an alias and says from which version to which, and a malformed version is refused in one line."""
+sets then moves an alias and says from which version to which, `download` writes the version's model (through
+Client.download_artifact), and a malformed version or a missing export is refused in one line."""
 
 from __future__ import annotations
 
@@ -63,6 +64,19 @@ def test_register_show_and_alias_a_version_of_the_tiny_job(
     assert (aliased["version"], aliased["aliases"]) == (2, ["production"])
     [listed] = [m for m in json.loads(ok(run_cli(env, "model", "list", "--json"))) if m["name"] == "tiny-cli"]
     assert listed["latest_version"] == 2
+
+
+def test_download_writes_the_versions_model_and_a_missing_export_is_one_line_naming_format(
+    env: dict[str, str], tiny_jobs: TinyJobs, tmp_path: Path
+) -> None:
+    ok(run_cli(env, "model", "register", str(tiny_jobs.native_id), "--name", "tiny-download"))
+    printed = ok(run_cli(env, "model", "download", "tiny-download:1", "--out", str(tmp_path))).strip()
+    folder = tmp_path / "model"
+    assert printed == f"tiny-download:1: model model of job {tiny_jobs.native_id} at step 3 -> {folder}"
+    assert (folder / "adapter_model.safetensors").is_file()
+    missing = run_cli(env, "model", "download", "tiny-download:1", "--format", "merged", "--out", str(tmp_path))
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert "format: no 'merged' export of this version; its exports: " in missing.stderr, missing.stderr
 
 
 def test_a_malformed_version_or_an_unknown_model_is_one_line_on_stderr(env: dict[str, str]) -> None:
