@@ -27,7 +27,7 @@ def builtin_colors() -> list[str]:
 def load_prompts(source: str) -> list[str]:
     if source == "builtin:colors":
         return builtin_colors()
-    if source == "builtin:shapes":
+    if source in ("builtin:shapes", "builtin:shapes-geneval"):  # the latter's GenEval metadata: the geneval reward's
         from trainer.models.shapes_dataset import training_captions
 
         return training_captions()

@@ -41,14 +41,7 @@ class ClipEmbedder:
 
     def pixels(self, images: torch.Tensor) -> torch.Tensor:
         """[B, 3, H, W] in [0, 1] → the model's normalised input at its crop size."""
-        images = images.float().to(self.device)
-        height, width = images.shape[-2:]
-        scale = self.size / min(height, width)
-        resized = (max(self.size, round(height * scale)), max(self.size, round(width * scale)))
-        images = F.interpolate(images, size=resized, mode="bicubic", antialias=True, align_corners=False)
-        top, left = (resized[0] - self.crop[0]) // 2, (resized[1] - self.crop[1]) // 2
-        images = images[..., top : top + self.crop[0], left : left + self.crop[1]].clamp(0, 1)
-        return ((images - self.mean) / self.std).to(self.dtype)
+        return preprocessed(images.to(self.device), self.size, self.crop, self.mean, self.std).to(self.dtype)
 
     @torch.no_grad()
     def image_embeds(self, images: torch.Tensor) -> torch.Tensor:
@@ -66,6 +59,20 @@ class ClipEmbedder:
     def cosine(self, images: torch.Tensor, prompts: list[str]) -> torch.Tensor:
         """cos(image_n, prompt_n) per row."""
         return (self.image_embeds(images) * self.text_embeds(prompts)).sum(dim=-1)
+
+
+def preprocessed(
+    images: torch.Tensor, size: int, crop: tuple[int, int], mean: torch.Tensor, std: torch.Tensor
+) -> torch.Tensor:
+    """[B, 3, H, W] in [0, 1] → resized (shortest edge to ``size``, bicubic), centre-cropped and normalised."""
+    images = images.float()
+    height, width = images.shape[-2:]
+    scale = size / min(height, width)
+    resized = (max(size, round(height * scale)), max(size, round(width * scale)))
+    images = F.interpolate(images, size=resized, mode="bicubic", antialias=True, align_corners=False)
+    top, left = (resized[0] - crop[0]) // 2, (resized[1] - crop[1]) // 2
+    images = images[..., top : top + crop[0], left : left + crop[1]].clamp(0, 1)
+    return (images - mean) / std
 
 
 def shortest_edge(size: object) -> int:

@@ -20,7 +20,9 @@ from trainer.rewards.aesthetic import make_aesthetic
 from trainer.rewards.brightness import brightness
 from trainer.rewards.clip_score import make_clip_score
 from trainer.rewards.colorfulness import colorfulness
+from trainer.rewards.geneval import geneval
 from trainer.rewards.hpsv2 import make_hpsv2
+from trainer.rewards.imagereward import make_imagereward
 from trainer.rewards.jpeg_compressibility import jpeg_compressibility
 from trainer.rewards.jpeg_incompressibility import jpeg_incompressibility
 from trainer.rewards.ocr import make_ocr
@@ -42,6 +44,7 @@ PIXEL_REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "jpeg_incompressibility": jpeg_incompressibility,
     "orange_background": orange_background,
     "prompt_color_match": prompt_color_match,
+    "geneval": geneval,
 }
 
 # Rewards from pixels that set up an engine of their own (a host without it fails when the job builds its rewards).
@@ -54,6 +57,7 @@ MODEL_REWARD_FACTORIES: dict[str, ModelRewardFactory] = {
     "pickscore": make_pickscore,
     "hpsv2": make_hpsv2,
     "aesthetic": make_aesthetic,
+    "imagereward": make_imagereward,
 }
 
 

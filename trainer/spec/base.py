@@ -15,7 +15,7 @@ REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
 BUILTIN_SHAPES_PATH = "builtin:shapes"  # the trained SD3-family shapes model (docs/shapes-model.md)
-BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes", "builtin:ocr")
+BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes", "builtin:ocr", "builtin:shapes-geneval")
 BUILTIN_FAMILIES = ("sd3", "flux", "wan")
 
 PIXEL_REWARDS = (
@@ -26,8 +26,9 @@ PIXEL_REWARDS = (
     "orange_background",
     "prompt_color_match",
     "ocr",  # the quoted text read back by Tesseract (docs/rewards.md)
+    "geneval",  # GenEval's composition checks on the shape detector's objects (docs/rewards.md)
 )
-MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic")
+MODEL_REWARDS = ("clip_score", "pickscore", "hpsv2", "aesthetic", "imagereward")
 REMOTE_REWARD = "remote"  # scored by a reward server over HTTP (docs/rewards.md)
 # A reward service of the job's team, by name: the platform turns it into a remote reward at its URL at dispatch.
 SERVICE_REWARD = "service"

@@ -11,6 +11,8 @@ REWARD_RANGES: dict[str, tuple[float, float]] = {
     "brightness": (0.0, 1.0),
     "orange_background": (0.0, 1.0),
     "prompt_color_match": (0.0, 1.0),
+    "ocr": (0.0, 1.0),  # 1 - a distance capped at the target's length, over that length
+    "geneval": (0.0, 1.0),  # the share of the checks that pass
 }
 
 
