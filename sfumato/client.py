@@ -29,6 +29,7 @@ from sfumato.errors import (
     response_detail,
 )
 from sfumato.experiment_client import ExperimentCalls
+from sfumato.export_client import ExportCalls
 from sfumato.model_client import ModelCalls
 from sfumato.models import ApiToken, Artifact, Comparison, Host, Job, LogLine, MetricSeries, Sample
 from sfumato.playground_client import PlaygroundCalls
@@ -44,7 +45,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls):
+class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls, ExportCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

@@ -32,6 +32,8 @@ from sfumato.cli.common import (
 from sfumato.cli.progress_follower import ProgressFollower
 from sfumato.export import Format, write_csv, write_table
 
+MODEL_FORMATS = ("diffusers", "comfyui", "merged")
+
 
 def _stats(job: Job) -> str:
     return f"reward {number(job.last_reward)}  {number(job.samples_per_s, 3)} samples/s"
@@ -261,16 +263,35 @@ def seconds_to_reward(target: float | None, seconds: float | None) -> str:
 @client_command
 def export(
     job_id: Annotated[int, typer.Argument(help="job id")],
-    fmt: Annotated[str, typer.Option("--format", help="csv or parquet")] = "csv",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="csv or parquet: the job's metrics; diffusers, comfyui or merged: its checkpoint, for other tools",
+        ),
+    ] = "csv",
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="file to write; '-' for CSV on stdout; default job-ID-metrics.*"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="metrics: the file ('-' for CSV on stdout; default job-ID-metrics.*); a model: the folder to "
+            "download into (default: the current folder)",
+        ),
     ] = None,
-    keys: Annotated[str | None, typer.Option(help="comma-separated metric keys; default all")] = None,
+    keys: Annotated[str | None, typer.Option(help="metrics: comma-separated metric keys; default all")] = None,
+    step: Annotated[
+        int | None, typer.Option(help="a model: the checkpoint's step (default: the final model, else the latest)")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="a model: seconds to wait for the export job")] = None,
 ) -> None:
-    """A job's metrics as a table, one row per step and one column per key."""
+    """A job's metrics as a table (csv, parquet), or its checkpoint exported for other tools (diffusers, comfyui,
+    merged): an export job runs on a worker, then its result is downloaded."""
+    if fmt in MODEL_FORMATS:
+        _export_model(job_id, fmt, step, output or Path("."), timeout)
+        return
     if fmt not in ("csv", "parquet"):
-        raise fail(f"--format must be csv or parquet, not {fmt!r}")
+        raise fail(f"--format must be csv or parquet (metrics) or {', '.join(MODEL_FORMATS)} (a model), not {fmt!r}")
     file_format: Format = "parquet" if fmt == "parquet" else "csv"
     wanted = [k.strip() for k in keys.split(",") if k.strip()] if keys else None
     columns, rows = client().metrics_table(job_id, wanted)
@@ -284,3 +305,17 @@ def export(
     path = output or Path(f"job-{job_id}-metrics.{file_format}")
     write_table(columns, rows, path, file_format)
     err.print(f"wrote {len(rows)} steps x {len(columns) - 1} metrics to {path}", markup=False)
+
+
+def _export_model(job_id: int, fmt: str, step: int | None, folder: Path, timeout: float | None) -> None:
+    """Queue the export job, follow it, and download the export it registered."""
+    api = client()
+    queued = api.request_export(job_id, fmt, step=step)
+    err.print(f"export job {queued.id} queued: {queued.name}", markup=False)
+    finished = _follow(api, queued, timeout)
+    if finished.status != "succeeded":
+        raise fail(f"export job {finished.id} {finished.status}: {finished.error or 'see sfumato logs'}")
+    export = next((e for e in api.exports(job_id) if e.job_id == finished.id), None)
+    if export is None or export.artifact is None:
+        raise fail(f"export job {finished.id} succeeded but registered no export; see sfumato logs {finished.id}")
+    out.print(str(api.download_artifact(finished.id, export.artifact.id, folder)), markup=False)

@@ -38,7 +38,8 @@ def test_one_entry_point_offers_the_platform_and_the_client_commands() -> None:
 def test_export_refuses_an_unknown_format_before_calling_the_server() -> None:
     result = CliRunner().invoke(app, ["--url", "http://127.0.0.1:1", "--token", "x", "export", "1", "--format", "xls"])
     assert result.exit_code == 1
-    assert "error: --format must be csv or parquet, not 'xls'" in result.output
+    expected = "error: --format must be csv or parquet (metrics) or diffusers, comfyui, merged (a model), not 'xls'"
+    assert expected in result.output
 
 
 def test_reward_server_refuses_a_device_it_cannot_use_before_loading_anything() -> None:
