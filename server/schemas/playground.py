@@ -29,8 +29,10 @@ class PlaygroundRun(BaseModel):
     error: str | None
     grid_artifact_id: int | None = Field(description="the playground job's `grid` artifact, once written")
     images_artifact_id: int | None = Field(description="its `images` artifact: the single images and their manifest")
-    grid_url: str | None = Field(description="the grid PNG (rows prompt x seed, columns base | trained) once written")
-    images_url: str | None = Field(description="the single images and their manifest, one tar, once written")
+    grid_url: str | None = Field(
+        description="the grid PNG (rows prompt x seed, columns base | trained), once the platform holds its bytes"
+    )
+    images_url: str | None = Field(description="the single images and their manifest, one tar, once held likewise")
 
 
 class PlaygroundList(BaseModel):

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 from server.models import Artifact, Job
+from server.schemas.artifacts import ArtifactOut
 from server.schemas.jobs import JobDetail
 from server.schemas.playground import PlaygroundList, PlaygroundRequest, PlaygroundRun
 from server.services.auth import Caller
@@ -88,7 +89,10 @@ def request_version_playground(
     return _queue(session, caller, settings, version.job, version.artifact, body)
 
 
-def download_url(artifact: Artifact) -> str:
+def _download_url(artifact: Artifact | None) -> str | None:
+    """Where the artifact's bytes download from, once the platform holds them (ArtifactOut.downloadable)."""
+    if artifact is None or not ArtifactOut.model_validate(artifact).downloadable:
+        return None
     return f"/api/v1/jobs/{artifact.job_id}/artifacts/{artifact.id}/download"
 
 
@@ -127,8 +131,8 @@ def _runs(session: Session, which: ColumnElement[bool]) -> PlaygroundList:
                 error=run.error,
                 grid_artifact_id=grid.id if grid is not None else None,
                 images_artifact_id=images.id if images is not None else None,
-                grid_url=download_url(grid) if grid is not None else None,
-                images_url=download_url(images) if images is not None else None,
+                grid_url=_download_url(grid),
+                images_url=_download_url(images),
             )
         )
     return PlaygroundList(items=items)

@@ -9,6 +9,7 @@ import pytest
 from server_harness import Harness, Headers
 from sqlalchemy import select
 from test_exports_api import _checkpointed_job
+from uploaded_artifacts import register, upload, uploaded
 
 from server.models import Artifact, Job
 from server.states import JobKind
@@ -66,21 +67,20 @@ def test_the_sampler_settings_asked_are_the_runs(harness: Harness, lab: Headers)
     )
 
 
-def test_the_grid_url_is_the_download_of_the_grid_the_run_registered(harness: Harness, lab: Headers) -> None:
+def test_the_grid_url_is_the_download_of_the_grid_once_the_platform_holds_its_bytes(
+    harness: Harness, lab: Headers
+) -> None:
     job_id = _checkpointed_job(harness, lab)
     run_id = _playground(harness, job_id, lab, prompts=["a red apple"]).json()["id"]
     token = harness.start_job(run_id)
-    for name, path in (("images", "playground/images"), ("grid", "playground/grid.png")):
-        body = {"attempt": 1, "kind": "playground", "name": name, "step": 10, "path": path}
-        assert harness.client.post(f"/api/v1/ingest/{run_id}/artifacts", json=body, headers=token).status_code == 201
-    with harness.session() as session:
-        ids = {a.name: a.id for a in session.scalars(select(Artifact).where(Artifact.job_id == run_id))}
+    images = uploaded(harness, run_id, token, "playground", "images", b"a tar of images", step=10)
+    grid = register(harness, run_id, token, "playground", "grid", "playground/grid.png", step=10)
     [listed] = _runs(harness, job_id, lab)
-    assert (listed["grid_artifact_id"], listed["images_artifact_id"]) == (ids["grid"], ids["images"])
-    assert (listed["grid_url"], listed["images_url"]) == (
-        f"/api/v1/jobs/{run_id}/artifacts/{ids['grid']}/download",
-        f"/api/v1/jobs/{run_id}/artifacts/{ids['images']}/download",
-    )
+    assert (listed["grid_artifact_id"], listed["images_artifact_id"]) == (grid, images)
+    assert (listed["grid_url"], listed["images_url"]) == (None, f"/api/v1/jobs/{run_id}/artifacts/{images}/download")
+    upload(harness, run_id, grid, token, b"a grid png")
+    [listed] = _runs(harness, job_id, lab)
+    assert listed["grid_url"] == f"/api/v1/jobs/{run_id}/artifacts/{grid}/download"
 
 
 TOO_LONG = "x" * 501
