@@ -28,12 +28,21 @@ from server.services.scheduler_wakeup import wake_scheduler
 from server.services.scoping import ensure_writer, team_for_submission, team_role
 from server.services.service_devices import service_device_type
 from server.services.service_state import set_state
-from trainer.spec import MODEL_REWARDS, REMOTE_REWARD, SERVICE_REWARD, RewardSpec, known_rewards, spec_errors
+from trainer.spec import (
+    MODEL_REWARDS,
+    REMOTE_REWARD,
+    SERVICE_REWARD,
+    VLM_JUDGE,
+    RewardSpec,
+    known_rewards,
+    spec_errors,
+)
 
 # Rewards a service cannot serve: both are scored through a reward server that is already running elsewhere.
 _NOT_SERVABLE = {
     SERVICE_REWARD: "a service serves a reward; it cannot serve another service",
     REMOTE_REWARD: f"a service runs its own reward server; {REMOTE_REWARD!r} scores through another one at a URL",
+    VLM_JUDGE: f"{VLM_JUDGE!r} asks a judge at its own OpenAI-compatible endpoint; a job names that endpoint's URL",
 }
 # States stop_service acts on; a stopping service is on its way and a stopped or failed one is over.
 _STOPPABLE_STATES = tuple(s for s in LIVE_SERVICE_STATES if s != ServiceState.STOPPING)

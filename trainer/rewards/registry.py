@@ -30,7 +30,8 @@ from trainer.rewards.orange_background import orange_background
 from trainer.rewards.pickscore import make_pickscore
 from trainer.rewards.prompt_color_match import prompt_color_match
 from trainer.rewards.remote import RemoteReward
-from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, SERVICE_REWARD, RewardSpec, SpecError
+from trainer.rewards.vlm_judge import VlmJudge
+from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, SERVICE_REWARD, VLM_JUDGE, RewardSpec, SpecError
 
 RewardOutput = torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]
 RewardFn = Callable[[torch.Tensor, list[str]], RewardOutput]
@@ -83,6 +84,8 @@ def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
     """A model that exists but does not load is a spec error naming ``reward.path``."""
     if spec.name == REMOTE_REWARD:
         return RemoteReward(spec)
+    if spec.name == VLM_JUDGE:
+        return VlmJudge(spec)
     try:
         return make_reward(spec.name, spec.path, device)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:

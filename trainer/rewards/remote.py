@@ -212,16 +212,20 @@ class RemoteReward:
     async def exchange(self, client: httpx.AsyncClient, body: bytes, count: int) -> ScoreResponse:
         """One request: the answer's scores, or an error (retryable or not)."""
         status, received = await self.read(client.stream("POST", self.endpoint, content=body))
+        self.refuse_failures(status, received)
+        try:
+            return parse_response(received, count)
+        except ProtocolError as exc:
+            raise RemoteRewardError(f"{self.label}: refused its answer to {count} images: {exc}") from exc
+
+    def refuse_failures(self, status: int, received: bytes) -> None:
+        """Nothing for a 200; else the error that says whether to wait (unavailable), retry, or fail."""
         if status in UNAVAILABLE_STATUS:
             raise ServerUnavailable(f"answered {status}: {error_text(received)}")
         if status in RETRYABLE_STATUS:
             raise RetryableFailure(f"answered {status}: {error_text(received)}")
         if status != 200:
             raise RemoteRewardError(f"{self.label}: answered {status}: {error_text(received)}")
-        try:
-            return parse_response(received, count)
-        except ProtocolError as exc:
-            raise RemoteRewardError(f"{self.label}: refused its answer to {count} images: {exc}") from exc
 
     async def read(self, exchange: AbstractAsyncContextManager[httpx.Response]) -> tuple[int, bytes]:
         """An answer's status and body; a body over MAX_RESPONSE_BYTES (declared or sent) is refused."""

@@ -45,6 +45,7 @@ from trainer.spec.job import (
     stored_spec,
     with_executor,
 )
+from trainer.spec.judge_options import VLM_JUDGE
 from trainer.spec.model import FAMILY_OPTIONS, PIPELINE_FAMILIES, ModelSpec, names_hub_model
 from trainer.spec.sections import (
     CheckpointSpec,
@@ -75,6 +76,7 @@ __all__ = [
     "REMOTE_REWARD",
     "REWARD_ENTRY_POINT_GROUP",
     "SERVICE_REWARD",
+    "VLM_JUDGE",
     "AlgorithmSpec",
     "CheckpointSpec",
     "DigenrlOptions",

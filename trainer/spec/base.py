@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
+from trainer.spec.judge_options import VLM_JUDGE
+
 REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 
 BUILTIN_MODEL_PATH = "builtin:tiny"
@@ -106,7 +108,7 @@ def check_local_path(value: str, field: str, info: ValidationInfo) -> str:
 
 def known_rewards() -> set[str]:
     """Built-in rewards, the remote one, plus third-party ones registered as entry points."""
-    builtin = set(PIXEL_REWARDS) | set(MODEL_REWARDS) | {REMOTE_REWARD, SERVICE_REWARD}
+    builtin = set(PIXEL_REWARDS) | set(MODEL_REWARDS) | {REMOTE_REWARD, SERVICE_REWARD, VLM_JUDGE}
     return builtin | _plugin_rewards(_import_path_state())
 
 

@@ -24,6 +24,14 @@ from trainer.spec.base import (
 )
 from trainer.spec.byte_size import parse_byte_size
 from trainer.spec.destinations import RefusedDestination, check_host
+from trainer.spec.judge_options import (
+    DEFAULT_PARSER,
+    DEFAULT_RUBRIC,
+    JUDGE_OPTIONS,
+    VLM_JUDGE,
+    JudgeParser,
+    check_rubric,
+)
 
 REMOTE_OPTIONS = ("url", "batch_size", "timeout_s", "retries", "outage_window_s")
 # 300 s outlasts a reward service's worst restart by its supervisor (15 missed health checks of up to 3 s each,
@@ -76,6 +84,28 @@ class RewardSpec(Section):
         description="service: the name of a reward service of the job's team (POST /api/v1/services); the "
         "platform scores through it as a remote reward at the service's URL",
     )
+    judge_model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="vlm_judge: the model the OpenAI-compatible endpoint at `url` serves (the request's `model`)",
+    )
+    rubric: str | None = Field(
+        None,
+        min_length=1,
+        max_length=8000,
+        description="vlm_judge: the question asked with each image; {prompt} stands for the sample's prompt "
+        "(default: a 0-10 rating of how well the image matches the prompt)",
+    )
+    parser: JudgeParser | None = Field(
+        None,
+        description=f"vlm_judge: how the answer becomes a score: number_0_10 (its first number, 0-10, over 10), "
+        f"yes_no (1 for yes, 0 for no), json_field (the number at `score_field` of a JSON object) (default "
+        f"{DEFAULT_PARSER})",
+    )
+    score_field: str | None = Field(
+        None, min_length=1, max_length=100, description="vlm_judge with parser json_field: the key of the score"
+    )
 
     @field_validator("name")
     @classmethod
@@ -91,6 +121,11 @@ class RewardSpec(Section):
     @classmethod
     def _path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
         return None if value is None else check_local_path(value, "reward path", info)
+
+    @field_validator("rubric")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        return None if value is None else check_rubric(value)
 
     @field_validator("url")
     @classmethod
@@ -112,6 +147,8 @@ class RewardSpec(Section):
             for field, default in REMOTE_DEFAULTS.items():
                 if getattr(self, field) is None:
                     setattr(self, field, default)
+        elif self.name == VLM_JUDGE:
+            self._judge_problems(problems)
         elif self.name == SERVICE_REWARD:
             if self.service is None:
                 problems.add("service", "the service reward names a reward service of your team, e.g. 'pickscore-a'")
@@ -125,8 +162,27 @@ class RewardSpec(Section):
                     problems.add(field, f"only the {REMOTE_REWARD!r} reward takes {field}, not {self.name!r}")
         if self.name != SERVICE_REWARD and self.service is not None:
             problems.add("service", f"only the {SERVICE_REWARD!r} reward takes service, not {self.name!r}")
+        for field in JUDGE_OPTIONS:
+            if self.name != VLM_JUDGE and getattr(self, field) is not None:
+                problems.add(field, f"only the {VLM_JUDGE!r} reward takes {field}, not {self.name!r}")
         problems.raise_all()
         return self
+
+    def _judge_problems(self, problems: SpecProblems) -> None:
+        """The judge's endpoint and model are needed; the remote options and the rubric and parser default."""
+        if self.url is None:
+            problems.add("url", "the vlm_judge reward needs its endpoint's base URL, e.g. http://host:8000")
+        if self.judge_model is None:
+            problems.add("judge_model", "name the model the endpoint serves, e.g. 'Qwen/Qwen2.5-VL-7B-Instruct'")
+        if self.path is not None:
+            problems.add("path", "the endpoint loads the judge; the vlm_judge reward takes its url")
+        for field, default in {**REMOTE_DEFAULTS, "rubric": DEFAULT_RUBRIC, "parser": DEFAULT_PARSER}.items():
+            if getattr(self, field) is None:
+                setattr(self, field, default)
+        if self.parser == "json_field" and self.score_field is None:
+            problems.add("score_field", "the json_field parser reads the score at a key: name it, e.g. 'score'")
+        if self.parser != "json_field" and self.score_field is not None:
+            problems.add("score_field", f"only the json_field parser reads score_field, not {self.parser!r}")
 
 
 def check_reward_url(value: str, allow_private: bool) -> str:
