@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     data_root: Path | None = None
     max_image_bytes: int = 8 * 1024 * 1024
     max_image_pixels: int = 4096 * 4096
+    # An evaluation's uploaded prompt file (422 beyond, naming the line): its bytes and its prompts, which the eval
+    # task carries in the job's row (docs/evaluation.md).
+    max_eval_prompt_bytes: int = Field(256 * 1024, ge=1)
+    max_eval_prompts: int = Field(2048, ge=1, le=4096)
+    # The reward-hacking alarm (docs/evaluation.md): N consecutive evaluations over which the training reward keeps
+    # rising while a held-out reward falls by more than this many reward units.
+    reward_hacking_evaluations: int = Field(3, ge=2, le=100)
+    reward_hacking_min_drop: float = Field(0.02, ge=0.0)
 
     @field_validator("path_roots", "trusted_proxies", mode="before")
     @classmethod

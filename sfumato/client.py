@@ -28,6 +28,7 @@ from sfumato.errors import (
     api_error,
     response_detail,
 )
+from sfumato.evaluation_client import EvaluationCalls
 from sfumato.experiment_client import ExperimentCalls
 from sfumato.export_client import ExportCalls
 from sfumato.model_client import ModelCalls
@@ -45,7 +46,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, ModelCalls, ExportCalls):
+class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, EvaluationCalls, ModelCalls, ExportCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

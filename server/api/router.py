@@ -7,6 +7,7 @@ from server.api.routes import (
     artifacts,
     audit,
     compare,
+    evaluations,
     experiment_curves,
     experiments,
     exports,
@@ -58,5 +59,6 @@ for module in (
     advice,
     webhooks,
     models,
+    evaluations,
 ):
     api_router.include_router(module.router)

@@ -68,6 +68,9 @@ class JobSummary(ReadModel):
         description="median samples/s after the warm-up step (the compare answer's definition)"
     )
     last_progress_at: UtcDatetime | None
+    reward_hacking: bool = Field(
+        False, description="the job raised the reward-hacking alarm (GET .../reward-hacking, docs/evaluation.md)"
+    )
     created_at: UtcDatetime
     started_at: UtcDatetime | None
     finished_at: UtcDatetime | None

@@ -25,6 +25,7 @@ from server.services.errors import FieldErrors, NotFound
 from server.services.job_duration import durations_s
 from server.services.metric_reads import latest_points_of_pairs
 from server.services.peak_memory import peak_memory_bytes
+from server.services.reward_hacking import alarmed_jobs
 from server.services.reward_reachability import job_reward_reachability
 from server.services.root_cause import root_cause
 from server.services.scoping import VISIBLE_JOB, visibility
@@ -33,7 +34,7 @@ from server.services.throughput import samples_per_s
 
 # samples/s is not a column: services.throughput computes it, as for the compare answer.
 _COMPUTED = ("owner", "team", "samples_per_s", "root_cause", "retries_after_failure", "platform_restarts",
-             "attempts_summary", "duration_s", "peak_memory_bytes")  # fmt: skip
+             "attempts_summary", "duration_s", "peak_memory_bytes", "reward_hacking")  # fmt: skip
 _SUMMARY_FIELDS = tuple(f for f in JobSummary.model_fields if f not in _COMPUTED)
 _SUMMARIES = TypeAdapter(list[JobSummary])
 _JOB = Job.__table__.c
@@ -150,6 +151,9 @@ def list_jobs(session: Session, caller: Caller, filters: JobFilters, limit: int 
         row["peak_memory_bytes"] = peaks[row["id"]]
         row["root_cause"] = root_cause(row["error"])
     _add_attempt_figures(session, rows)
+    alarmed = alarmed_jobs(session, ids)
+    for row in rows:
+        row["reward_hacking"] = row["id"] in alarmed
     return JobPage(items=_SUMMARIES.validate_python(rows), total=total, limit=limit, offset=offset)
 
 
@@ -171,6 +175,7 @@ def job_detail(session: Session, caller: Caller, job_id: int) -> JobDetail:
     audits = latest_points_of_pairs(session, audit_pairs(targets), currents)
     job["audited_cosine"] = audited_cosines(session, targets, audits)[job_id]
     _add_attempt_figures(session, [job])
+    job["reward_hacking"] = bool(alarmed_jobs(session, [job_id]))
     return JobDetail.model_validate(job)
 
 

@@ -2,15 +2,18 @@
 behind, an attempt is opened when the job is placed, started with the job's trainer and closed when the job is no
 longer placed (services.job_attempts),
 a job that is no longer placed holds no job token, a job to place or devices freed wake the scheduler, and a job
-that ends is told to its team's webhooks (services.webhook_events)."""
+that ends is told to its team's webhooks (services.webhook_events), a training job once its reward-hacking alarm is
+checked on all its evaluations (services.reward_hacking)."""
 
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
+from server.config import get_settings
 from server.models import JOB_TRANSITIONS, PLACED_STATES, TERMINAL_STATES, Job, JobEvent, JobStatus, utcnow
 from server.services.errors import Conflict
 from server.services.job_attempts import AttemptEnd, close_attempt, current_attempt, mark_started
+from server.services.reward_hacking import check_reward_hacking
 from server.services.scheduler_wakeup import wake_scheduler
 from server.services.webhook_events import queue_job_end_events
 
@@ -43,6 +46,7 @@ def set_status(
         current_attempt(session, job)  # the placement's new attempt begins
     _record(session, job, status, message)
     if status in TERMINAL_STATES:
+        check_reward_hacking(session, get_settings(), job)  # on every eval step, the last one's samples included
         queue_job_end_events(session, job)  # the team's webhooks hear of it once this unit of work commits
     if status == JobStatus.RUNNING:
         mark_started(session, job)  # after the job's own start, so the attempt never starts before it

@@ -14,6 +14,7 @@ from server.services.artifact_store import job_folder, stored_file, write_atomic
 from server.services.current_points import current_points
 from server.services.errors import Conflict, NotFound
 from server.services.images import check_image
+from server.services.reward_hacking import check_reward_hacking
 from trainer.spec.ingest import SampleForm
 
 
@@ -51,7 +52,16 @@ def store_sample(session: Session, settings: Settings, job: Job, form: SampleFor
     )
     session.add(sample)
     session.commit()
+    if form.kind == "eval" and _first_eval_sample_of_step(session, job.id, form.step):
+        # The eval steps before this one are complete: the reward-hacking alarm is checked on them.
+        check_reward_hacking(session, settings, job, complete_before=form.step)
+        session.commit()
     return sample.id, True
+
+
+def _first_eval_sample_of_step(session: Session, job_id: int, step: int) -> bool:
+    of_step = (Sample.job_id == job_id, Sample.kind == "eval", Sample.step == step)
+    return session.scalar(select(func.count()).select_from(Sample).where(*of_step)) == 1
 
 
 def image_url(job_id: int, sample_id: int) -> str:

@@ -1,8 +1,9 @@
-"""The events a team's webhooks receive, written as pending deliveries in the unit of work that ends the job: a
-job that succeeded or failed, and an experiment whose last cell ended (succeeded, failed or cancelled).
+"""The events a team's webhooks receive, written as pending deliveries in the unit of work of the event: a job that
+succeeded or failed and an experiment whose last cell ended (succeeded, failed or cancelled), in the one that ends
+the job; a job's reward-hacking alarm, in the one that records it.
 
-Called by job_status.set_status, the one place a job changes status, so no path that ends a job is missed. The
-reward-hacking alarm (issue 30, item 5) has no event yet; it joins EVENTS when the alarm exists.
+Job ends are queued by job_status.set_status, the one place a job changes status, so no path that ends a job is
+missed; the alarm by services.reward_hacking, which records it once per job.
 """
 
 from __future__ import annotations
@@ -19,12 +20,9 @@ JOB_EVENTS = {JobStatus.SUCCEEDED: JOB_SUCCEEDED, JobStatus.FAILED: JOB_FAILED}
 
 def queue_job_end_events(session: Session, job: Job) -> None:
     """Pending deliveries for a job that has just ended, to every webhook of its team (none: no delivery)."""
-    if job.team_id is None:
+    webhook_ids, team = _team_webhooks(session, job)
+    if team is None:
         return
-    webhook_ids = session.scalars(select(Webhook.id).where(Webhook.team_id == job.team_id)).all()
-    if not webhook_ids:
-        return
-    team = session.get_one(Team, job.team_id)
     public_url = get_settings().public_url.rstrip("/")
     bodies = []
     event = JOB_EVENTS.get(JobStatus(job.status))
@@ -51,3 +49,23 @@ def _experiment_ended(session: Session, experiment_id: int) -> bool:
         .where(Job.experiment_id == experiment_id, Job.status.not_in([str(s) for s in TERMINAL_STATES]))
     )
     return running == 0
+
+
+def queue_job_alarm(session: Session, job: Job, event: str, text: str) -> None:
+    """Pending deliveries of a job's alarm `event` (saying `text`) to every webhook of its team."""
+    webhook_ids, team = _team_webhooks(session, job)
+    if team is None:
+        return
+    urls = {"job": f"{get_settings().public_url.rstrip('/')}/jobs/{job.id}"}
+    body = payload_body(event, team.name, status=job.status, text=text, job_id=job.id, urls=urls)
+    session.add_all(WebhookDelivery(webhook_id=w, event=event, body=body) for w in webhook_ids)
+
+
+def _team_webhooks(session: Session, job: Job) -> tuple[list[int], Team | None]:
+    """The job's team's webhooks and the team; no team when the job has none or its team has no webhook."""
+    if job.team_id is None:
+        return [], None
+    webhook_ids = list(session.scalars(select(Webhook.id).where(Webhook.team_id == job.team_id)))
+    if not webhook_ids:
+        return [], None
+    return webhook_ids, session.get_one(Team, job.team_id)

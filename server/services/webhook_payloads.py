@@ -12,12 +12,13 @@ import hashlib
 import hmac
 import json
 
-# The events a webhook receives. The reward-hacking alarm joins them when the alarm exists (issue 30, item 5).
+# The events a webhook receives.
 JOB_SUCCEEDED = "job.succeeded"
 JOB_FAILED = "job.failed"
+JOB_REWARD_HACKING = "job.reward_hacking"  # the reward-hacking alarm (docs/evaluation.md), once per job
 EXPERIMENT_ENDED = "experiment.ended"
 TEST = "test"
-EVENTS = (JOB_SUCCEEDED, JOB_FAILED, EXPERIMENT_ENDED, TEST)
+EVENTS = (JOB_SUCCEEDED, JOB_FAILED, JOB_REWARD_HACKING, EXPERIMENT_ENDED, TEST)
 
 SIGNATURE_HEADER = "X-Sfumato-Signature"
 TIMESTAMP_HEADER = "X-Sfumato-Timestamp"

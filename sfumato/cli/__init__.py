@@ -1,6 +1,6 @@
 """The `sfumato` command: the platform's processes (up, server, worker, scheduler, db, reward-server, keygen) and the
 client commands (login, submit, jobs, show, logs, cancel, retry, compare, export, download, advise, advice, token,
-hosts, experiment, service)."""
+hosts, experiment, service, eval)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sfumato.cli import (
     account,
     advise,
     artifacts,
+    evaluations,
     experiments,
     jobs,
     keygen,
@@ -58,6 +59,7 @@ for command in JOB_COMMANDS:
     app.command(rich_help_panel="Client")(command)
 app.add_typer(account.token_app, name="token", rich_help_panel="Client")
 app.add_typer(experiments.experiment_app, name="experiment", rich_help_panel="Client")
+app.add_typer(evaluations.eval_app, name="eval", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
 app.add_typer(services.service_app, name="service", rich_help_panel="Client")
 app.add_typer(model_app, name="model", rich_help_panel="Client")

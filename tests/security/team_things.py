@@ -35,7 +35,7 @@ def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
 def plant(harness: Harness, team: str) -> TeamThings:
     """Team `team` with its admin `{team}-admin` (and a spare token of theirs, never used) and member
     `{team}-member`, and a running job (a metric, a sample, a log line, a checkpoint), an experiment, a reward
-    service, an advice, a webhook and an uploaded model; needs an online CPU host."""
+    service, an advice, a webhook, an uploaded model and an evaluation of the checkpoint; needs an online CPU host."""
     admin = harness.add_user(f"{team}-admin", team, "admin")
     member = harness.add_user(f"{team}-member", team, "member")
     spare = token_for(harness, f"{team}-admin")["Authorization"].removeprefix("Bearer ")
@@ -56,10 +56,11 @@ def plant(harness: Harness, team: str) -> TeamThings:
             "service_id": _created(harness, admin, "/api/v1/services", _service(team)),
             "advice_id": _created(harness, admin, "/api/v1/advise", {"spec": {"name": f"{team}-advised"}}),
             "webhook_id": _webhook(harness, admin, team),
-            "artifact_id": uploaded(harness, job_id, job_token, "model", "model.safetensors", b"weights"),
             "model_name": _registered_model(harness, admin, team, job_id),
             "version": 1,
             "alias": "production",
+            "artifact_id": uploaded(harness, job_id, job_token, "model", "model.safetensors", b"weights"),
+            "evaluation_id": _evaluation(harness, admin, job_id),
         },
     )
 
@@ -91,3 +92,11 @@ def _created(harness: Harness, headers: Headers, path: str, body: dict[str, obje
     response = harness.client.post(path, json=body, headers=headers)
     assert response.status_code in (201, 202), response.text
     return int(response.json()["id"])
+
+
+def _evaluation(harness: Harness, headers: Headers, job_id: int) -> int:
+    """An evaluation of the job's checkpoint (queued; its eval job never runs here)."""
+    body = {"prompts": "builtin:shapes-heldout", "rewards": [{"name": "brightness"}], "step": 1}
+    queued = harness.client.post(f"/api/v1/jobs/{job_id}/evaluations", json=body, headers=headers)
+    assert queued.status_code == 201, queued.text
+    return int(harness.client.get(f"/api/v1/jobs/{job_id}/evaluations", headers=headers).json()["items"][-1]["id"])

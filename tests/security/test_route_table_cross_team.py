@@ -42,6 +42,7 @@ OWNED = (
     "model_name",
     "version",
     "alias",
+    "evaluation_id",
 )
 # The query a route is called with: what it requires, and the owned ids of routes that take them in the query.
 QUERIES = {
@@ -88,6 +89,7 @@ EXEMPT = {
     "POST /api/v1/ingest/{job_id}/progress": _TRAINER_DOOR,
     "POST /api/v1/ingest/{job_id}/probe": _TRAINER_DOOR,
     "POST /api/v1/ingest/{job_id}/artifacts": _TRAINER_DOOR,
+    "POST /api/v1/ingest/{job_id}/evaluation": _TRAINER_DOOR,
     "PATCH /api/v1/ingest/{job_id}/artifacts/{artifact_id}/upload": _TRAINER_DOOR,
     "POST /api/v1/ingest/{job_id}/artifacts/{artifact_id}/upload/complete": _TRAINER_DOOR,
     "POST /api/v1/hosts/{host_id}/drain": _POOL,
@@ -158,6 +160,14 @@ BODIES: dict[str, dict[str, object]] = {
     "POST /models/{model_name}/aliases": {"alias": "candidate", "version": 1},
     "POST /jobs/{job_id}/register-model": {"name": "registered", "step": 1},
     "POST /api/v1/jobs/{job_id}/exports": {"format": "diffusers"},
+    "POST /api/v1/jobs/{job_id}/evaluations": {
+        "prompts": "builtin:shapes-heldout",
+        "rewards": [{"name": "brightness"}],
+    },
+    "POST /api/v1/models/{model_name}/versions/{version}/evaluations": {
+        "prompts": "builtin:shapes-heldout",
+        "rewards": [{"name": "brightness"}],
+    },
     "PATCH /api/v1/teams/{team_id}/artifact-storage": {"checkpoint_retention": 5},
     "POST /jobs/{job_id}/exports": {"format": "diffusers"},
     "POST /api/v1/jobs/{job_id}/playground": {"prompts": ["a cat"]},

@@ -21,12 +21,14 @@ from server.services.artifacts import list_artifacts
 from server.services.auth import Caller
 from server.services.current_points import current_points
 from server.services.errors import NotFound
+from server.services.evaluation_reads import list_evaluations
 from server.services.exports import list_exports
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
 from server.services.jobs import cancel_job, retry_job
 from server.services.logs import read_logs
 from server.services.metric_reads import MAX_KEYS_PER_READ, latest_points
+from server.services.reward_hacking import recorded_alarm
 from server.states import TERMINAL_STATES
 from web.pages.deps import PageNotFound, page_caller, require_csrf, run_as_page_caller, visible_page_job
 from web.pages.page_write import page_write
@@ -68,8 +70,14 @@ CHARTS: list[dict[str, Any]] = [
     {"id": "memory", "title": "Peak memory", "keys": ["memory/peak_bytes"], "prefixes": ["memory/"], "unit": "bytes"},
     # Not a metric: the mean reward of each eval step's samples (GET .../samples/eval-rewards).
     {"id": "eval", "title": "Eval reward", "keys": [], "source": "eval-rewards"},
+    # Not a metric: each (prompt set, reward) of the evaluations of the job's checkpoints against their step.
+    {"id": "checkpoint-evals", "title": "Eval reward by checkpoint", "keys": [], "source": "evaluations/curve"},
     {"id": "executor", "title": "Executor metrics", "keys": [], "prefixes": ["executor/"]},
 ]
+
+# The reward-hacking banner's chart: the training reward and the held-out series (GET .../reward-hacking).
+ALARM_CHART = {"id": "reward-hacking", "title": "Reward", "keys": [],
+               "source": "reward-hacking"}  # fmt: skip
 
 
 def _header_context(session: Session, job: JobDetail) -> dict[str, Any]:
@@ -109,6 +117,9 @@ def _job_page(session: Session, caller: Caller, request: Request, job_id: int) -
         has_samples=pages.has_current_samples(session, job.id, current),
         hub_warning=_hub_warning(session, job),
         prediction=prediction_for_job(session, caller, job.id),
+        alarm=recorded_alarm(session, job.id),
+        alarm_chart=ALARM_CHART,
+        evaluations=list_evaluations(session, job.id).items,
     )
     return render(request, "job.html", context)
 

@@ -17,6 +17,7 @@ from server.schemas.model_registry import ModelRegister
 from server.services import model_registry
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
+from server.services.evaluation_reads import version_evaluations
 from server.services.scoping import SUBMIT_ROLES, get_visible_job
 from web.pages.account import form_fields
 from web.pages.deps import PageNotFound, page_caller, require_csrf
@@ -58,6 +59,9 @@ def model_page(
         "model": model,
         "can_move": caller.can_write and (caller.is_admin or role in SUBMIT_ROLES),
         "download_url": model_registry.artifact_download_url,
+        "version_evaluations": {
+            v.version: version_evaluations(session, v.artifact_id).items for v in model.versions if v.artifact_id
+        },
     }
     return render(request, "model.html", context)
 

@@ -163,6 +163,22 @@
       fromZero: Boolean(cfg.stack), yLabel: axisLabel(cfg.title, scale) };
   }
 
+  // A chart of step series that each have their own steps (GET .../evaluations/curve: {series}; GET
+  // .../reward-hacking: {training, held_out}, the held-out series on the right axis), on the union of their steps.
+  function stepSeriesSpec(cfg, answer) {
+    const listed = answer.training ? [answer.training, ...answer.held_out] : answer.series;
+    const shown = listed.filter((s) => s.steps.length);
+    if (!shown.length) return null;
+    const xs = Array.from(new Set(shown.flatMap((s) => s.steps))).sort((a, b) => a - b);
+    const series = shown.map((s) => {
+      const at = new Map(s.steps.map((step, i) => [step, s.values[i]]));
+      return { key: s.key, steps: xs, values: xs.map((x) => (at.has(x) ? at.get(x) : null)) };
+    });
+    const keys = series.map((s) => s.key);
+    const right = answer.held_out ? answer.held_out.map((s) => s.key) : [];
+    return jobChartSpec({ ...cfg, keys, right }, keys, null, { series });
+  }
+
   async function getJSON(url) {
     const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
     if (!response.ok) throw new Error(url + ": " + response.status);
@@ -197,6 +213,10 @@
         const evals = await getJSON(this.src.replace(/\/metrics$/, "/samples/eval-rewards"));
         const body = { series: [{ key: "eval reward", steps: evals.steps, values: evals.values }] };
         c.spec = evals.steps.length ? jobChartSpec({ ...c.cfg, keys: ["eval reward"] }, ["eval reward"], null, body) : null;
+        return;
+      }
+      if (c.cfg.source) {
+        c.spec = stepSeriesSpec(c.cfg, await getJSON(this.src.replace(/\/metrics$/, "/" + c.cfg.source)));
         return;
       }
       const keys = chartKeys(c.cfg, reported).slice(0, this.maxKeys);
