@@ -44,6 +44,15 @@ def test_the_detector_reads_every_drawn_scene_exactly() -> None:
         assert background == scene.background
 
 
+def test_a_shaded_shape_reads_as_the_colour_of_most_of_its_pixels() -> None:
+    """The shapes model's shapes have darker patches; the darkest pixels do not decide the colour."""
+    scene = ShapeScene("large", "green", "circle", 1, 1, "yellow")
+    image = render(scene)
+    image[:, 12:16, 12:20] = torch.tensor([0.05, 0.3, 0.05]).view(3, 1, 1)  # nearer black than green
+    detections, _ = detect_shapes(image)
+    assert [d.color for d in detections] == ["green"]
+
+
 @pytest.mark.parametrize(
     ("prompt", "expected"),
     [

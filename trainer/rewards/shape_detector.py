@@ -5,8 +5,9 @@ blended in by their coverage. The background is the border's median colour; ever
 distance from the background along the way to the fill colour; each 4-connected group of pixels with α > ½ is an
 object. Its class comes from how much of its extent it fills (the area is Σα, the extent the coverage profiles
 along each axis): a square fills all of it, a circle π/4, the triangle ½. Its colour is the palette colour nearest
-its solid pixels, its size small or large by its extent, and its place on the 3×3 grid the nearest of that size's
-places. On images the dataset draws (with its pixel of jitter) every one of these is exact.
+the median of its pixels, its size small or large by its extent, and its place on the 3×3 grid the nearest of that
+size's places. On images the dataset draws (with its pixel of jitter) every one of these is exact. The shapes model's
+own images are softer (its squares and triangles come out rounded), and are read as what they look like.
 """
 
 from __future__ import annotations
@@ -102,8 +103,7 @@ def detect_shapes(image: torch.Tensor) -> tuple[list[Detection], str]:
         if len(group) < MIN_OBJECT_PIXELS:
             continue
         ys, xs = torch.tensor(group).T
-        solid = distance[ys, xs] >= 0.9 * distance[ys, xs].max()
-        fill = image[:, ys[solid], xs[solid]].mean(dim=1)
+        fill = image[:, ys, xs].median(dim=1).values  # the interior's colour: most of an object's pixels
         direction = fill - background
         # Coverage of the group's bounding window (a pixel off the group but inside the window is the edge's
         # anti-aliasing) by projection onto the background-to-fill line.
