@@ -38,6 +38,8 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_audit.py",
         "tests/executors/test_audit_nan_verdict.py",
         "tests/executors/test_audit_refusals.py",
+        "tests/executors/test_jagg_composed_audit.py",  # same_estimator: a composed executor against jagg
+        "tests/executors/test_audit_mutations.py",  # a term's failed verdict where the whole loss passes
     ],
     # Each executor module with single-process tests of its behaviour (the torchrun tests would take minutes a mutant).
     "trainer/executors/lean_reweight.py": [
@@ -180,6 +182,13 @@ EQUIVALENT: dict[str, str] = {
     _PLACEMENT + "x__placed_on__mutmut_6": _POOL_ORDER,
     _AUTH + "x__refuse_past_attempt__mutmut_8": _SAME_JOIN,
     _AUTH + "x__refuse_past_attempt__mutmut_10": _SAME_JOIN,
+    "trainer.executors.jagg_groups.x_graph_mask__mutmut_11": (
+        "position routed·W starts a group (p % W == 0), which the other clause keeps: `>` and `>=` keep the same pairs"
+    ),
+    "trainer.audit.xǁAuditSessionǁcapture__mutmut_60": (
+        "self.weights is a clone of job.parameters taken one for one when the session is built: the zip's lengths "
+        "always match"
+    ),
     _REWEIGHT + "train_step__mutmut_330": (
         "the first update's clip mask (all False) is only averaged within its own update and read to the host: "
         "its mean is 0 wherever it lives"
