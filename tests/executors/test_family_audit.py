@@ -21,10 +21,14 @@ def family_models(sd35_dirs: dict[str, Path], wan22_dir: Path) -> dict[str, dict
     """Each added family's tiny model, as the spec's model section names it."""
     height, width, frames = TINY_SIZE
     wan22 = {"family": "wan", "path": str(wan22_dir), "resolution": [height, width], "num_frames": frames}
-    return {"sd3.5-medium": {"family": "sd3", "path": str(sd35_dirs["medium"])}, "wan2.2-ti2v-5b": wan22}
+    return {
+        "sd3.5-medium": {"family": "sd3", "path": str(sd35_dirs["medium"])},
+        "wan2.2-ti2v-5b": wan22,
+        "qwen-image": {"family": "qwen_image"},
+    }
 
 
-@pytest.mark.parametrize("case", ["sd3.5-medium", "wan2.2-ti2v-5b"])
+@pytest.mark.parametrize("case", ["sd3.5-medium", "wan2.2-ti2v-5b", "qwen-image"])
 def test_the_audit_passes_the_lean_executors_on_each_added_family(
     tmp_path: Path, sd35_dirs: dict[str, Path], wan22_dir: Path, case: str
 ) -> None:

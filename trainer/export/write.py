@@ -18,7 +18,12 @@ from trainer.export.trained_model import trained_family
 from trainer.spec import JobSpec
 from trainer.spec.export_formats import check_export_format
 
-PIPELINES = {"sd3": "StableDiffusion3Pipeline", "flux": "FluxPipeline", "wan": "WanPipeline"}
+PIPELINES = {
+    "sd3": "StableDiffusion3Pipeline",
+    "flux": "FluxPipeline",
+    "wan": "WanPipeline",
+    "qwen_image": "QwenImagePipeline",
+}
 COMFYUI_FILE = "comfyui_lora.safetensors"
 
 

@@ -52,9 +52,14 @@ class Conditioning:
 
     @staticmethod
     def cat(parts: list[Conditioning]) -> Conditioning:
+        """Stacked; masked embeddings of several lengths (Qwen-Image's) zero-padded to the longest, masked out."""
         pooled = None if parts[0].pooled is None else torch.cat([p.pooled for p in parts])  # type: ignore[misc]
-        mask = None if parts[0].mask is None else torch.cat([p.mask for p in parts])  # type: ignore[misc]
-        return Conditioning(torch.cat([p.hidden for p in parts]), pooled, mask)
+        if parts[0].mask is None:
+            return Conditioning(torch.cat([p.hidden for p in parts]), pooled)
+        longest = max(p.hidden.shape[1] for p in parts)
+        hidden = [nn.functional.pad(p.hidden, (0, 0, 0, longest - p.hidden.shape[1])) for p in parts]
+        mask = [nn.functional.pad(p.mask, (0, longest - p.mask.shape[1])) for p in parts]  # type: ignore[union-attr]
+        return Conditioning(torch.cat(hidden), pooled, torch.cat(mask))
 
 
 class ModelFamily(ABC):
@@ -125,6 +130,10 @@ class ModelFamily(ABC):
             pair = Conditioning.cat([uncond, cond])
             both = self.forward(module, torch.cat([x, x]), torch.cat([sigma, sigma]), pair)
         v_uncond, v_cond = both.float().chunk(2)
+        return self.guide(v_uncond, v_cond, cfg_scale)
+
+    def guide(self, v_uncond: torch.Tensor, v_cond: torch.Tensor, cfg_scale: float) -> torch.Tensor:
+        """Classifier-free guidance as the family's pipeline combines the two velocities."""
         return v_uncond + cfg_scale * (v_cond - v_uncond)
 
     def compute_precision(self, device: torch.device) -> AbstractContextManager[object]:
@@ -144,6 +153,16 @@ def latent_size(resolution: tuple[int, int], vae_scale: int, patch: int) -> tupl
             message = f"{side} {pixels}: this checkpoint needs a multiple of {step} (VAE {vae_scale} × patch {patch})"
             raise SpecError("model.resolution", message)
     return resolution[0] // vae_scale, resolution[1] // vae_scale
+
+
+def denormalised(latents: torch.Tensor, vae: nn.Module) -> torch.Tensor:
+    """Video latents [B, C, F, H, W] as a Wan-style VAE (Wan's, Qwen-Image's) decodes them: scaled back by its
+    ``latents_std`` and ``latents_mean`` (the pipelines' step before ``vae.decode``), in the VAE's precision."""
+    config = vae.config  # type: ignore[union-attr]
+    shape = (1, config.z_dim, 1, 1, 1)
+    mean = torch.tensor(config.latents_mean, device=latents.device).view(shape)
+    std = torch.tensor(config.latents_std, device=latents.device).view(shape)
+    return (latents.float() * std + mean).to(vae.dtype)  # type: ignore[arg-type]
 
 
 def vae_scale(vae: nn.Module) -> int:

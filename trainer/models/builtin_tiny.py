@@ -3,8 +3,8 @@
 Nothing is downloaded: the transformer, VAE, text encoders, a word-level tokenizer and the real
 checkpoint's scheduler config are created from configs with a fixed seed, written with
 ``save_pretrained``, and every job then loads them through the same ``from_pretrained`` path a
-real checkpoint takes. The SD3 configs are below; FLUX's and Wan's are in ``tiny_flux.py`` and
-``tiny_wan.py``.
+real checkpoint takes. The SD3 configs are below; FLUX's, Wan's and Qwen-Image's are in ``tiny_flux.py``,
+``tiny_wan.py`` and ``tiny_qwen_image.py``.
 """
 
 from __future__ import annotations
@@ -127,10 +127,16 @@ def build_tiny(directory: Path, family: str = "sd3") -> None:
     import json
 
     from trainer.models.tiny_flux import build_tiny_flux
+    from trainer.models.tiny_qwen_image import build_tiny_qwen_image
     from trainer.models.tiny_wan import build_tiny_wan
 
     torch.manual_seed(BUILD_SEED)
-    builders = {"sd3": build_tiny_sd3, "flux": build_tiny_flux, "wan": build_tiny_wan}
+    builders = {
+        "sd3": build_tiny_sd3,
+        "flux": build_tiny_flux,
+        "wan": build_tiny_wan,
+        "qwen_image": build_tiny_qwen_image,
+    }
     builders[family](directory, vocabulary())
     index = {
         "_class_name": f"SfumatoTiny{family.upper()}",

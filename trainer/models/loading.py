@@ -11,7 +11,7 @@ from trainer.models.builtin_shapes import ensure_builtin_shapes
 from trainer.models.builtin_tiny import ensure_builtin_tiny
 from trainer.models.hub_download import download_model
 from trainer.spec import BUILTIN_MODEL_PATH, BUILTIN_SHAPES_PATH, ModelSpec
-from trainer.spec.model import WAN_PIPELINE_SIZE, WAN_TINY_SIZE
+from trainer.spec.model import QWEN_PIPELINE_SIZE, QWEN_TINY_SIZE, WAN_PIPELINE_SIZE, WAN_TINY_SIZE
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -43,6 +43,10 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
         from trainer.models.flux import FluxFamily
 
         family = FluxFamily(directory, device, weights, spec.resolution)
+    elif spec.family == "qwen_image":
+        from trainer.models.qwen_image import QwenImageFamily
+
+        family = QwenImageFamily(directory, device, weights, image_size(spec))
     else:
         from trainer.models.wan import WanFamily
 
@@ -51,6 +55,14 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
     family.use_compute_precision_vae()
     prepare_finetune(family, spec)
     return family
+
+
+def image_size(spec: ModelSpec) -> tuple[int, int]:
+    """Qwen-Image's (height, width): the spec's, else the built-in tiny model's or QwenImagePipeline's default
+    (``default_sample_size`` 128 × VAE scale 8)."""
+    if spec.resolution is not None:
+        return spec.resolution
+    return QWEN_TINY_SIZE if spec.path == BUILTIN_MODEL_PATH else QWEN_PIPELINE_SIZE
 
 
 def video_size(spec: ModelSpec) -> tuple[int, int, int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainer.models.base import Conditioning, ModelFamily, latent_size
+from trainer.models.base import Conditioning, ModelFamily, denormalised, latent_size
 from trainer.sampling.schedule import CheckpointSchedule
 from trainer.spec import SpecError
 from trainer.spec.model import WAN_PIPELINE_SIZE
@@ -111,12 +111,7 @@ class WanFamily(ModelFamily):
 
     @torch.no_grad()
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        config = self.vae.config
-        shape = (1, config.z_dim, 1, 1, 1)
-        mean = torch.tensor(config.latents_mean, device=latents.device).view(shape)
-        std = torch.tensor(config.latents_std, device=latents.device).view(shape)
-        latents = (latents.float() * std + mean).to(self.vae.dtype)  # the VAE runs in the compute precision
-        video = self.vae.decode(latents, return_dict=False)[0]  # [B, 3, F, H, W]
+        video = self.vae.decode(denormalised(latents, self.vae), return_dict=False)[0]  # [B, 3, F, H, W]
         return (video.float() / 2 + 0.5).clamp(0, 1).transpose(1, 2)
 
 

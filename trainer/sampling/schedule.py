@@ -6,7 +6,8 @@ scheduler's spacing are the checkpoint's. ``set_timesteps`` is called with the a
 family's pipeline (diffusers ``pipeline_stable_diffusion_3.py``, ``pipeline_flux.py``, ``pipeline_wan.py``):
 
 - SD3: ``set_timesteps(T)``, with μ from the image token count when the config shifts dynamically;
-- FLUX: ``set_timesteps(sigmas=linspace(1, 1/T, T), mu=calculate_shift(image tokens, ...))``;
+- FLUX and Qwen-Image: ``set_timesteps(sigmas=linspace(1, 1/T, T), mu=calculate_shift(image tokens, ...))``
+  (``pipeline_qwenimage.py``);
 - Wan: ``set_timesteps(T)`` of UniPCMultistepScheduler with flow sigmas.
 
 ``algorithm.shift`` overrides the config's shift (``flow_shift`` for UniPC) and turns dynamic shifting off.
@@ -24,7 +25,7 @@ import torch
 from trainer.sampling.scheduler_config import read_scheduler_config
 from trainer.spec import SpecError
 
-Pipeline = Literal["sd3", "flux", "wan"]
+Pipeline = Literal["sd3", "flux", "wan", "qwen_image"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class CheckpointSchedule:
         """
         scheduler = self.scheduler(shift)
         config = scheduler.config
-        if self.pipeline == "flux":
+        if self.pipeline in ("flux", "qwen_image"):  # QwenImagePipeline calls it as FluxPipeline does
             mu = calculate_shift(
                 image_tokens,
                 config.get("base_image_seq_len", 256),

@@ -18,7 +18,7 @@ REWARD_ENTRY_POINT_GROUP = "sfumato.rewards"
 BUILTIN_MODEL_PATH = "builtin:tiny"
 BUILTIN_SHAPES_PATH = "builtin:shapes"  # the trained SD3-family shapes model (docs/shapes-model.md)
 BUILTIN_PROMPT_SOURCES = ("builtin:colors", "builtin:shapes", "builtin:ocr", "builtin:shapes-geneval")
-BUILTIN_FAMILIES = ("sd3", "flux", "wan")
+BUILTIN_FAMILIES = ("sd3", "flux", "wan", "qwen_image")
 
 PIXEL_REWARDS = (
     "brightness",

@@ -28,6 +28,7 @@ from trainer.spec.executor import (
     executor_input,
     serving,
 )
+from trainer.spec.family_algorithms import unsupported_pair
 from trainer.spec.model import ModelSpec
 from trainer.spec.prompt_cache import file_prompt_count, uncached_prompts
 from trainer.spec.sections import CheckpointSpec, PromptsSpec, ResourcesSpec, RetrySpec, RewardSpec, SamplesSpec
@@ -89,6 +90,9 @@ class JobSpec(Section):
             problems.add("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
         if self.model.path == BUILTIN_SHAPES_PATH and self.model.family != "sd3":
             problems.add("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
+        unsupported = unsupported_pair(self.model.family, self.algorithm.name)
+        if unsupported:
+            problems.add("algorithm.name", unsupported)
         if self.model.sharding == "fsdp":
             if self.world_size < 2:
                 problems.add("model.sharding", "'fsdp' shards over several ranks and this job has one device")

@@ -28,20 +28,25 @@ FP16_FAMILIES = ("sd3",)
 # checkpoint with other factors is checked again against its own configs when it loads.
 PIXELS_PER_TOKEN = 16
 # The largest side each family's released checkpoints take: SD3's positional table (pos_embed_max_size 192
-# patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720).
-MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "wan": 1280}
+# patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720), Qwen-Image's aspect sizes (up to
+# 1664 × 928; FLUX's 2048 bound).
+MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "wan": 1280, "qwen_image": 2048}
 # Wan's frames: VAE scale 4 in time, so frames are 4k+1.
 WAN_FRAMES_PER_LATENT = 4
 # (height, width, frames) a Wan video has when the spec leaves them out: the built-in tiny model's, else
 # WanPipeline's defaults.
 WAN_TINY_SIZE = (32, 32, 5)
 WAN_PIPELINE_SIZE = (480, 832, 81)
+# (height, width) of a Qwen-Image when the spec leaves it out: the built-in tiny model's, else QwenImagePipeline's.
+QWEN_TINY_SIZE = (32, 32)  # trainer/models/tiny_qwen_image.py builds it for this size
+QWEN_PIPELINE_SIZE = (1024, 1024)
 
 # Options that belong to one model family (the submit form shows them for that family only).
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "sd3": frozenset(),
     "flux": frozenset(),
     "wan": frozenset({"num_frames"}),
+    "qwen_image": frozenset(),
 }
 
 
@@ -54,7 +59,12 @@ def names_hub_model(path: str) -> bool:
 
 
 # model_index.json's _class_name → family, for the pipelines each family loads.
-PIPELINE_FAMILIES = {"StableDiffusion3Pipeline": "sd3", "FluxPipeline": "flux", "WanPipeline": "wan"}
+PIPELINE_FAMILIES = {
+    "StableDiffusion3Pipeline": "sd3",
+    "FluxPipeline": "flux",
+    "WanPipeline": "wan",
+    "QwenImagePipeline": "qwen_image",
+}
 
 
 def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
@@ -76,7 +86,11 @@ def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
 
 
 class ModelSpec(Section):
-    family: Literal["sd3", "flux", "wan"] = "sd3"
+    family: Literal["sd3", "flux", "wan", "qwen_image"] = Field(
+        "sd3",
+        description="the checkpoint's pipeline: 'sd3' (SD3, SD3.5 Medium and Large), 'flux' (FLUX.1), 'wan' (Wan 2.1 "
+        "text-to-video, Wan 2.2 TI2V-5B), 'qwen_image' (Qwen-Image)",
+    )
     path: str = Field(
         BUILTIN_MODEL_PATH,
         description="'builtin:tiny' (random weights), 'builtin:shapes' (draws coloured shapes; sd3), "
@@ -119,7 +133,8 @@ class ModelSpec(Section):
     resolution: tuple[Annotated[int, Field(ge=16)], Annotated[int, Field(ge=16)]] | None = Field(
         None,
         description="[height, width] in pixels, multiples of 16 up to the family's maximum (sd3 3072, flux 2048, "
-        "wan 1280): the latent size and, for flux, the σ grid's shift μ (default: the model's own size)",
+        "wan 1280, qwen_image 2048): the latent size and, for flux and qwen_image, the σ grid's shift μ "
+        "(default: the model's own size)",
     )
     num_frames: int | None = Field(
         None, ge=1, le=1025, description="wan: frames per video, of the form 4k+1 (default: the model's)"
