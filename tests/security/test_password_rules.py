@@ -85,6 +85,13 @@ def test_a_hash_with_older_argon2_parameters_is_rehashed_at_the_next_login(harne
     assert login_with_password(harness, "pat", PASSWORD) == 303
 
 
+def test_a_hash_with_the_current_argon2_parameters_is_kept_at_login(harness: Harness) -> None:
+    add_password_user(harness, "pat", PASSWORD)
+    current = _stored_hash(harness)
+    assert login_with_password(harness, "pat", PASSWORD) == 303
+    assert _stored_hash(harness) == current
+
+
 def test_a_failed_login_leaves_an_older_hash_as_it_is(harness: Harness) -> None:
     add_password_user(harness, "pat", PASSWORD)
     older = _store_older_hash(harness)
