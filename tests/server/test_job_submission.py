@@ -61,6 +61,14 @@ def test_bad_spec_is_422_naming_the_field(harness: Harness, case: str, spec: dic
     assert field in [e["field"] for e in response.json()["detail"]]
 
 
+def test_a_family_and_algorithm_upstream_does_not_pair_is_422_naming_both(harness: Harness) -> None:
+    response = harness.submit({"model": {"family": "qwen_image"}, "algorithm": {"name": "dgpo"}})
+    assert response.status_code == 422, response.text
+    (problem,) = response.json()["detail"]
+    assert problem["field"] == "algorithm.name"
+    assert "'qwen_image'" in problem["message"] and "'dgpo'" in problem["message"]
+
+
 @pytest.mark.parametrize(("case", "spec", "field"), BAD_SPECS[:2], ids=[c[0] for c in BAD_SPECS[:2]])
 def test_bad_spec_stores_nothing(harness: Harness, case: str, spec: dict[str, Any], field: str) -> None:
     harness.submit(spec)

@@ -100,7 +100,10 @@ class ModelSpec(Section):
     lora_rank: int | None = Field(None, ge=1, le=1024, description="LoRA rank (lora only; default 4)")
     lora_alpha: float | None = Field(None, gt=0, description="LoRA alpha (lora only; default 2 × rank)")
     lora_targets: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
-        None, max_length=256, description="module names the adapter wraps (lora only; default: attention projections)"
+        None,
+        max_length=256,
+        description="module names the adapter wraps (lora only; default: the family's, as upstream recipes target "
+        "it: docs/trainer.md)",
     )
     precision: Precision = Field(
         "fp32",
