@@ -23,6 +23,7 @@ AUDIT_ACTIONS = (
     "member.role",
     "member.remove",
     "team.create",
+    "team.retention",
     "user.create",
     "user.password",
     "user.password_link",

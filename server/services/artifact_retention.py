@@ -1,5 +1,6 @@
 """Retention per team: keep the last N checkpoints of each job in the artifact store (a team setting; unset, all),
-always every model, export and playground grid; and the bytes a team holds, per kind.
+and always every checkpoint a model version was registered from, every model, export and playground grid; and the
+bytes a team holds, per kind.
 
 Pruning deletes the checkpoint's object from the store, which frees its bytes; the row stays (with `pruned_at`)
 so the job page still lists the checkpoint, without a download.
@@ -11,9 +12,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
-from server.models import Artifact, Job, Team
+from server.models import Artifact, Job, ModelVersion, Team
 from server.models.base import utcnow
 from server.schemas.artifacts import ArtifactStorage, RetentionChange
+from server.services import audit
 from server.services.artifact_store import artifact_store
 from server.services.auth import Caller
 from server.services.scoping import ensure_team_admin, ensure_writer, visible_team
@@ -34,7 +36,8 @@ def prune_checkpoints(session: Session, settings: Settings, job: Job) -> int:
         .where(Artifact.job_id == job.id, Artifact.kind == "checkpoint", *_held())
         .order_by(Artifact.step.desc().nulls_last(), Artifact.id.desc())
     ).all()
-    pruned = held[keep:]
+    registered = set(session.scalars(select(ModelVersion.artifact_id).where(ModelVersion.artifact_id.is_not(None))))
+    pruned = [artifact for artifact in held[keep:] if artifact.id not in registered]
     store = artifact_store(settings)
     for artifact in pruned:
         artifact.pruned_at = utcnow()
@@ -42,6 +45,10 @@ def prune_checkpoints(session: Session, settings: Settings, job: Job) -> int:
     for artifact in pruned:  # after the commit: a failed commit leaves every checkpoint downloadable
         store.delete(str(artifact.store_key))
     return len(pruned)
+
+
+def _kept(retention: int | None) -> str:
+    return "all" if retention is None else f"last {retention}"
 
 
 def storage_of(session: Session, caller: Caller, team_id: int) -> ArtifactStorage:
@@ -66,10 +73,12 @@ def storage_of(session: Session, caller: Caller, team_id: int) -> ArtifactStorag
 def set_retention(
     session: Session, settings: Settings, caller: Caller, team_id: int, change: RetentionChange
 ) -> ArtifactStorage:
-    """Team admins only; the new retention applies at once to every job of the team. Commits."""
+    """Team admins only, audited; the new retention applies at once to every job of the team. Commits."""
     ensure_writer(caller)
     team = ensure_team_admin(session, caller, team_id)
-    team.checkpoint_retention = change.checkpoint_retention
+    before, team.checkpoint_retention = team.checkpoint_retention, change.checkpoint_retention
+    detail = f"checkpoint retention: {_kept(before)} -> {_kept(change.checkpoint_retention)}"
+    audit.record(session, "team.retention", caller, team_id=team.id, detail=detail)
     session.commit()
     if change.checkpoint_retention is not None:
         holding = select(Artifact.job_id).where(Artifact.kind == "checkpoint", *_held())

@@ -77,3 +77,27 @@ def test_only_a_team_admin_changes_the_retention_and_another_team_gets_404(
         404,
         404,
     )
+
+
+def test_a_checkpoint_a_model_version_was_registered_from_is_kept_beyond_the_retention(
+    harness: Harness, lab: Headers
+) -> None:
+    job_id = harness.submit_ok(headers=lab)
+    token = harness.start_job(job_id)
+    for step in (1, 2, 3):
+        uploaded(harness, job_id, token, "checkpoint", f"step-{step}", b"c" * 10, step)
+    registered = harness.client.post("/api/v1/models", json={"name": "early", "job_id": job_id, "step": 1}, headers=lab)
+    assert registered.status_code == 201, registered.text
+    assert set_retention(harness, team_id(harness, "lab"), lab, 1).status_code == 200
+    assert downloadable(harness, job_id) == [("step-1", True), ("step-2", False), ("step-3", True)]
+
+
+def test_a_retention_change_is_audited_with_its_old_and_new_value(harness: Harness, lab: Headers) -> None:
+    team = team_id(harness, "lab")
+    set_retention(harness, team, lab, 3)
+    set_retention(harness, team, lab, None)
+    events = harness.client.get(f"/api/v1/teams/{team}/audit", params={"action": "team.retention"}, headers=lab)
+    assert [e["detail"] for e in events.json()["items"]] == [
+        "checkpoint retention: last 3 -> all",
+        "checkpoint retention: all -> last 3",
+    ]
