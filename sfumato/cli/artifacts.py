@@ -20,6 +20,7 @@ class DownloadKind(StrEnum):
     checkpoint = "checkpoint"
     model = "model"
     export = "export"
+    playground = "playground"
 
 
 def choose_artifact(artifacts: list[Artifact], kind: str | None, step: int | None) -> Artifact | None:

@@ -71,3 +71,10 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in rooms))
     assert result.returncode == 0, result.stderr
     assert "scheduler" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_download_takes_every_kind_of_artifact_a_job_registers() -> None:
+    for kind in ("checkpoint", "model", "export", "playground"):
+        argv = ["--url", "http://127.0.0.1:1", "--token", "x", "download", "1", "--kind", kind]
+        result = CliRunner().invoke(app, argv)
+        assert "Invalid value" not in result.output and "cannot reach" in result.output, result.output
