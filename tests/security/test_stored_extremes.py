@@ -16,10 +16,10 @@ import pytest
 from fastapi.routing import APIRoute
 from security_support import login_with_token
 from server_harness import Harness, png_bytes
-from sqlalchemy import update
+from sqlalchemy import select, update
 from uploaded_artifacts import upload
 
-from server.models import Allocation, Artifact, Device, Job, RewardService, Sample
+from server.models import Allocation, Artifact, Device, Evaluation, EvaluationReward, Job, RewardService, Sample, utcnow
 from server.schemas.common import MAX_INT32
 from server.services import metric_blocks
 from server.services.current_points import record_first_step
@@ -80,11 +80,28 @@ def _poison(harness: Harness, job_id: int, sample_id: int, value: float) -> None
         session.commit()
 
 
+def _poisoned_evaluation(harness: Harness, job_id: int, value: float) -> int:
+    """An evaluation of the job's (latest) checkpoint whose stored figures are `value`; its id."""
+    body = {"prompts": "builtin:shapes-heldout", "rewards": [{"name": "brightness"}]}
+    queued = harness.client.post(f"/api/v1/jobs/{job_id}/evaluations", json=body, headers=harness.admin)
+    assert queued.status_code == 201, queued.text
+    with harness.session() as session:
+        evaluation = session.scalars(select(Evaluation).where(Evaluation.source_job_id == job_id)).one()
+        in_json = value if math.isfinite(value) or session.bind.dialect.name == "sqlite" else 0.5  # no NaN in json
+        evaluation.rewards.append(
+            EvaluationReward(name="brightness", mean=value, std=value, n=MAX_INT32, per_prompt=[in_json])
+        )
+        evaluation.prompts, evaluation.reported_at, evaluation.step = ["p"], utcnow(), MAX_INT32
+        session.commit()
+        return evaluation.id
+
+
 def _urls(
-    harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int, artifact_id: int
-) -> list[str]:
+    harness: Harness, job_id: int, sample_id: int, other_id: int, experiment_id: int, artifact_id: int,
+    evaluation_id: int,
+) -> list[str]:  # fmt: skip
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
-    fill |= {"artifact_id": artifact_id}
+    fill |= {"artifact_id": artifact_id, "evaluation_id": evaluation_id}
     fill |= {"service_id": 1, "advice_id": 1, "webhook_id": 1}
     fill |= {"model_name": "extremes", "version": 1, "alias": "production"}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
@@ -126,9 +143,10 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     model = {"name": "extremes", "job_id": job_id}
     registered = harness.client.post("/api/v1/models", json=model, headers=harness.admin)
     assert registered.status_code == 201, registered.text
+    evaluation_id = _poisoned_evaluation(harness, job_id, POISONS[poison])
     assert login_with_token(harness, harness.admin) == 303
     failures: dict[str, object] = {}
-    for url in _urls(harness, job_id, sample_id, other_id, experiment["id"], artifact_id):
+    for url in _urls(harness, job_id, sample_id, other_id, experiment["id"], artifact_id, evaluation_id):
         try:
             status = harness.client.get(url, headers=harness.admin, follow_redirects=False).status_code
         except Exception as exc:  # the app's own crash, re-raised by the test client
