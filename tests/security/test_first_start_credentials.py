@@ -95,6 +95,18 @@ def test_a_start_with_an_admin_token_already_stored_adds_no_token_and_no_event(
     assert (_count(sessions, ApiToken), _count(sessions, AuditEvent)) == (1, 1)
 
 
+def test_a_start_with_its_admin_token_already_stored_still_sets_its_admin_password(
+    sessions: sessionmaker[Session], migrated_database_url: str
+) -> None:
+    """The token is looked up, not inserted again: a second insert would fail the start's one transaction."""
+    url = migrated_database_url
+    with sessions() as session:
+        ensure_admin(session, Settings(database_url=url, admin_token="sfu_from-env"))
+    with sessions() as session:
+        ensure_admin(session, Settings(database_url=url, admin_token="sfu_from-env", admin_password=PASSWORD))
+    assert _logs_in(sessions, PASSWORD)
+
+
 def test_the_first_start_joins_the_default_team_that_exists_and_no_other(
     sessions: sessionmaker[Session], migrated_database_url: str
 ) -> None:
