@@ -68,7 +68,7 @@ def base_transformer(family: ModelFamily, spec: JobSpec) -> torch.nn.Module:
     return kind.from_pretrained(model_directory(spec.model) / "transformer")
 
 
-@pytest.mark.parametrize("family_name", ["sd3", "flux", "wan"])
+@pytest.mark.parametrize("family_name", ["sd3", "flux", "wan", "qwen_image"])
 def test_a_diffusers_lora_export_loads_into_the_family_pipeline_with_the_trained_velocity(
     tiny_family_dirs: dict[str, Path], tmp_path: Path, family_name: str
 ) -> None:
