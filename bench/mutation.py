@@ -80,6 +80,7 @@ MODULES: dict[str, list[str]] = {
     # The composed executors: held to jagg's gradient by the audit (against_jagg), on one rank and two.
     "trainer/executors/jagg_groups.py": [
         "tests/executors/test_jagg_groups.py",
+        "tests/executors/test_jagg_velocity_terms.py",
         "tests/executors/test_jagg_against_native.py",
         "tests/executors/test_jagg_composed_audit.py",
     ],
