@@ -8,19 +8,7 @@ import re
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from page_fixtures import World, csrf_of
-
-from server.models import Artifact
-
-
-def add_checkpoints(app: FastAPI, job_id: int, steps: list[int]) -> None:
-    with app.state.sessionmaker() as session:
-        session.add_all(
-            Artifact(
-                job_id=job_id, attempt=1, kind="checkpoint", name=f"step-{s}", step=s, path=f"checkpoints/step-{s}"
-            )
-            for s in steps
-        )
-        session.commit()
+from test_model_pages import add_checkpoints
 
 
 def export_form(page: str) -> str:

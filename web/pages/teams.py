@@ -154,17 +154,12 @@ async def create_webhook(
     settings: Settings = Depends(get_settings),
 ) -> Response:
     """A webhook for the team; the page shows its signing secret this once."""
-    try:
-        visible_team(session, caller, team_id)
-    except NotFound:
-        raise PageNotFound(f"team #{team_id}") from None
-    form = await form_fields(request)
-    try:
+
+    def create(form: dict[str, str]) -> Response:
         created = webhooks.create_webhook(session, caller, settings, team_id, WebhookCreate.model_validate(form))
-    except (ServiceError, ValidationError) as exc:
-        status_code = exc.status_code if isinstance(exc, ServiceError) else 422
-        return _team_page(request, session, caller, team_id, messages(exc), status_code)
-    return _team_page(request, session, caller, team_id, [], 201, created_secret=created.secret)
+        return _team_page(request, session, caller, team_id, [], 201, created_secret=created.secret)
+
+    return await _team_form(request, session, caller, team_id, create)
 
 
 @router.post("/teams/{team_id}/artifact-retention", dependencies=[Depends(require_csrf)])
@@ -176,19 +171,31 @@ async def change_retention(
     settings: Settings = Depends(get_settings),
 ) -> Response:
     """The checkpoints kept per job (an empty field: all), as PATCH /api/v1/teams/{id}/artifact-storage."""
+
+    def change(form: dict[str, str]) -> Response:
+        keep = form.get("checkpoint_retention", "").strip() or None
+        retention = RetentionChange.model_validate({"checkpoint_retention": keep})
+        set_retention(session, settings, caller, team_id, retention)
+        return RedirectResponse(f"/teams/{team_id}#artifacts", status_code=303)
+
+    return await _team_form(request, session, caller, team_id, change)
+
+
+async def _team_form(
+    request: Request, session: Session, caller: Caller, team_id: int, write: Callable[[dict[str, str]], Response]
+) -> Response:
+    """A form of the team page: the 404 page for a team the caller cannot see; else `write` with the form's fields,
+    and a refusal shown on the team page beside the rest (422 for a field the schema refuses)."""
     try:
         visible_team(session, caller, team_id)
     except NotFound:
         raise PageNotFound(f"team #{team_id}") from None
     form = await form_fields(request)
-    keep = form.get("checkpoint_retention", "").strip() or None
     try:
-        change = RetentionChange.model_validate({"checkpoint_retention": keep})
-        set_retention(session, settings, caller, team_id, change)
+        return write(form)
     except (ServiceError, ValidationError) as exc:
         status_code = exc.status_code if isinstance(exc, ServiceError) else 422
         return _team_page(request, session, caller, team_id, messages(exc), status_code)
-    return RedirectResponse(f"/teams/{team_id}#artifacts", status_code=303)
 
 
 def _webhook_change(
