@@ -19,6 +19,7 @@ from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
 from server.services.evaluation_reads import version_evaluations
 from server.services.scoping import SUBMIT_ROLES, get_visible_job
+from trainer.spec import spec_errors
 from web.pages.account import form_fields
 from web.pages.deps import PageNotFound, page_caller, require_csrf
 from web.pages.page_write import page_write
@@ -102,8 +103,7 @@ async def register_model(
             body = ModelRegister.model_validate({"job_id": job_id, "name": form.get("name", ""),
                                                  "step": form.get("step") or None})  # fmt: skip
         except ValidationError as exc:
-            errors = [{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()]
-            raise FieldErrors(errors) from None
+            raise FieldErrors(spec_errors(exc)) from None
         version = model_registry.register_version(session, caller, body)
         return model_page_url(version.model, version.team)
 
