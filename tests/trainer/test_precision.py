@@ -43,9 +43,10 @@ def test_a_lora_adapter_trains_in_fp32_over_base_weights_held_in_bf16(tiny_model
     assert (trained, frozen, family.compute_dtype) == ({torch.float32}, {torch.bfloat16}, torch.bfloat16)
 
 
-@pytest.mark.parametrize("name", ["sd3", "flux", "wan"])
+@pytest.mark.parametrize("name", ["sd3", "flux", "wan", "qwen_image"])
 def test_timesteps_reach_the_transformer_in_fp32_unrounded(tiny_family_dirs: dict[str, Path], name: str) -> None:
-    """The pipelines' t = 1000σ (FLUX: σ itself, its t / 1000) in fp32, never rounded to the compute precision."""
+    """The pipelines' t = 1000σ (FLUX and Qwen-Image: σ itself, their t / 1000) in fp32, never rounded to the compute
+    precision."""
     family = load_family(ModelSpec(family=name, finetune="full", precision="bf16"), torch.device("cpu"))
     seen: list[torch.Tensor] = []
     family.transformer.register_forward_pre_hook(
@@ -54,7 +55,7 @@ def test_timesteps_reach_the_transformer_in_fp32_unrounded(tiny_family_dirs: dic
     sigma = family.sigmas(10)[1:3].float()
     cond = family.encode_prompts(["a red apple", "a blue car"])
     velocity = family.velocity(family.transformer, torch.randn(2, *family.latent_shape), sigma, cond, None, 1.0)
-    expected = sigma if name == "flux" else sigma * 1000
+    expected = sigma if name in ("flux", "qwen_image") else sigma * 1000
     assert seen[0].dtype == torch.float32 and torch.equal(seen[0], expected)
     assert not torch.equal(expected.bfloat16().float(), expected)  # what rounding to bf16 would have passed
     assert velocity.dtype == torch.float32

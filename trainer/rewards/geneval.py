@@ -21,11 +21,12 @@ def geneval(images: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, dic
     names = (*CHECKS, "correct")
     scores = torch.zeros(len(prompts))
     subs = {name: torch.zeros(len(prompts)) for name in names}
+    pixels = images.detach().float().cpu()  # the detector reads pixels on the host: one copy for the batch
     for row, prompt in enumerate(prompts):
         metadata = table.get(prompt)
         if metadata is None:
             continue
-        detections, _ = detect_shapes(images[row])
+        detections, _ = detect_shapes(pixels[row])
         results = check_image(metadata, [detection.as_object() for detection in detections])
         scores[row] = results.score
         for name in CHECKS:
