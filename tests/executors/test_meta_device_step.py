@@ -182,3 +182,17 @@ def test_the_bench_s_unit_costs_on_the_meta_device_mix_no_devices(sfumato_home: 
     with OneDevicePerOp() as check:
         unit_costs(job, [1, 2])
     assert check.mixed == []
+
+
+@pytest.mark.parametrize("family", ["flux", "wan", "qwen_image"])
+def test_a_native_step_of_every_other_family_on_the_meta_device_mixes_no_devices(
+    sfumato_home: Path, family: str
+) -> None:
+    from trainer.models.builtin_tiny import ensure_builtin_tiny
+
+    ensure_builtin_tiny(family=family)
+    model = {"family": family, "path": "builtin:tiny"}
+    spec = parse_spec(audit_spec(model=model, algorithm={"prompts_per_step": 2, "group_size": 2}))
+    check, metrics = checked_step(spec)
+    assert check.mixed == []
+    assert metrics.keys() >= {"loss", "grad_norm"}

@@ -72,13 +72,15 @@ class QwenImageFamily(ModelFamily):
             padding=True,
             truncation=True,
             return_tensors="pt",
-        ).to(self.encoder_device)
+        )
+        # The pipeline keeps each prompt's attended tokens past the template (`h[mask.bool()]`); their positions are
+        # read here on the host, where the tokenizer made the mask, so the device never waits on a nonzero.
+        positions = [m.nonzero().squeeze(1)[TEMPLATE_TOKENS:] for m in tokens.attention_mask]
+        tokens = tokens.to(self.encoder_device)
         out = self.text_encoder(
             input_ids=tokens.input_ids, attention_mask=tokens.attention_mask, output_hidden_states=True
         )
-        kept = [
-            h[m.bool()][TEMPLATE_TOKENS:] for h, m in zip(out.hidden_states[-1], tokens.attention_mask, strict=True)
-        ]
+        kept = [h.index_select(0, p.to(h.device)) for h, p in zip(out.hidden_states[-1], positions, strict=True)]
         longest = max(len(k) for k in kept)
         hidden = torch.stack([nn.functional.pad(k, (0, 0, 0, longest - len(k))) for k in kept])
         mask = torch.stack([torch.arange(longest, device=hidden.device) < len(k) for k in kept]).long()
