@@ -21,14 +21,10 @@ import pytesseract
 import torch
 from PIL import Image
 
+from trainer.spec.ocr_prompt_file import quoted_target
+
 # One text block (Tesseract's page segmentation mode 6): a generated image is not a page with columns.
 TESSERACT_CONFIG = "--psm 6"
-
-
-def quoted_target(prompt: str) -> str | None:
-    """The text between the prompt's first two double quotes, as flow_grpo reads it; None without a pair."""
-    parts = prompt.split('"')
-    return parts[1] if len(parts) >= 3 else None
 
 
 def normalised(text: str) -> str:
