@@ -13,6 +13,7 @@ as a single frame.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -21,6 +22,9 @@ from trainer.models.base import Conditioning, ModelFamily, denormalised, latent_
 from trainer.models.flux import pack, unpack
 from trainer.models.tiny_qwen_image import PROMPT_TEMPLATE
 from trainer.sampling.schedule import CheckpointSchedule
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding
 
 TEMPLATE_TOKENS = 34  # QwenImagePipeline.prompt_template_encode_start_idx: the system turn dropped
 MAX_PROMPT_TOKENS = 1024  # QwenImagePipeline.tokenizer_max_length
@@ -73,12 +77,21 @@ class QwenImageFamily(ModelFamily):
             truncation=True,
             return_tensors="pt",
         )
-        # The pipeline keeps each prompt's attended tokens past the template (`h[mask.bool()]`); their positions are
-        # read here on the host, where the tokenizer made the mask, so the device never waits on a nonzero.
-        positions = [m.nonzero().squeeze(1)[TEMPLATE_TOKENS:] for m in tokens.attention_mask]
-        tokens = tokens.to(self.encoder_device)
+        return self.encoded_past_template(tokens, TEMPLATE_TOKENS)
+
+    def encoded_past_template(self, inputs: BatchEncoding, template_tokens: int) -> Conditioning:
+        """The text encoder's last hidden states of each prompt's attended tokens past its first
+        ``template_tokens`` (the pipeline's ``h[mask.bool()][drop_idx:]``), zero-padded to the longest, masked."""
+        # Their positions are read here on the host, where the tokenizer made the mask, so the device never waits on
+        # a nonzero.
+        positions = [m.nonzero().squeeze(1)[template_tokens:] for m in inputs.attention_mask]
+        inputs = inputs.to(self.encoder_device)
         out = self.text_encoder(
-            input_ids=tokens.input_ids, attention_mask=tokens.attention_mask, output_hidden_states=True
+            input_ids=inputs["input_ids"],
+            attention_mask=inputs["attention_mask"],
+            pixel_values=inputs.get("pixel_values"),  # an edit prompt's image, read by the vision tower
+            image_grid_thw=inputs.get("image_grid_thw"),
+            output_hidden_states=True,
         )
         kept = [h.index_select(0, p.to(h.device)) for h, p in zip(out.hidden_states[-1], positions, strict=True)]
         longest = max(len(k) for k in kept)

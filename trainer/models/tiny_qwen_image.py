@@ -60,29 +60,36 @@ SCHEDULER_CONFIG = {
 }
 
 
-def qwen_word_tokenizer(words: list[str]) -> object:
-    """Word-level, lower-cased; chat markers special, newlines and punctuation tokens of their own, no BOS/EOS
-    added (Qwen2's tokenizer adds none)."""
+# Qwen2's pre-tokenizer keeps an English contraction ('s) whole; newlines and punctuation are tokens of their own.
+WORD_PATTERN = r"'s|\n|\w+|[^\w\s]+"
+
+
+def qwen_word_tokenizer(
+    words: list[str], template: str = PROMPT_TEMPLATE, special_tokens: list[str] = CHAT_TOKENS
+) -> object:
+    """Word-level, lower-cased; ``special_tokens`` (the chat markers) special, no BOS/EOS added (Qwen2's tokenizer
+    adds none); the ``template``'s words known."""
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    template_words = re.findall(r"\n|\w+|[^\w\s]+", PROMPT_TEMPLATE.replace("{}", "").lower())
-    known = sorted((set(words) | set(template_words)) - set(SPECIAL_TOKENS) - set(CHAT_TOKENS))
-    vocab = {word: index for index, word in enumerate(SPECIAL_TOKENS + CHAT_TOKENS + known)}
+    template_words = re.findall(WORD_PATTERN, template.replace("{}", "").lower())
+    known = sorted((set(words) | set(template_words)) - set(SPECIAL_TOKENS) - set(special_tokens))
+    vocab = {word: index for index, word in enumerate(SPECIAL_TOKENS + special_tokens + known)}
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(r"\n|\w+|[^\w\s]+"), behavior="removed", invert=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(WORD_PATTERN), behavior="removed", invert=True)
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         pad_token="<pad>",
         unk_token="<unk>",
-        additional_special_tokens=CHAT_TOKENS,
+        additional_special_tokens=special_tokens,
         model_max_length=1024,
     )
 
 
-def text_encoder_config(vocab_size: int) -> object:
-    """A one-layer Qwen2.5-VL (its vision tower one block too: the class needs one, the text path never runs it)."""
+def text_encoder_config(vocab_size: int, vision_token_ids: dict[str, int] | None = None) -> object:
+    """A one-layer Qwen2.5-VL, its vision tower one block too (the text path never runs it; an edit model's
+    prompt reads its image through it, the ``vision_token_ids`` naming its markers in the tokenizer)."""
     from transformers import Qwen2_5_VLConfig
 
     text = {
@@ -106,7 +113,7 @@ def text_encoder_config(vocab_size: int) -> object:
         "out_hidden_size": TEXT_HIDDEN,
         "fullatt_block_indexes": [0],
     }
-    return Qwen2_5_VLConfig(text_config=text, vision_config=vision, vocab_size=vocab_size)
+    return Qwen2_5_VLConfig(text_config=text, vision_config=vision, vocab_size=vocab_size, **(vision_token_ids or {}))
 
 
 def build_tiny_qwen_image(directory: Path, words: list[str]) -> None:
