@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     caller_trust_seconds: int = Field(10, ge=0, le=60)
 
     max_body_bytes: int = 32 * 1024 * 1024
+    # A prompt-set upload (POST /api/v1/datasets, the /datasets form): its whole body, counted as it arrives
+    # (413 beyond); a version's files and images travel in that one request (docs/datasets.md).
+    max_dataset_bytes: int = Field(512 * 1024 * 1024, ge=1024)
     # A job spec as JSON; a 24 MB spec once made a 45 MB job page.
     max_spec_bytes: int = 256 * 1024
     # Queued jobs at once, per submitting user and per team (429 beyond, naming the limit).

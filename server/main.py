@@ -27,6 +27,7 @@ from server.db import POOL_OVERFLOW, POOL_SIZE, make_engine
 from server.migrate import ensure_sqlite_folder
 from server.observability.prometheus import install_prometheus
 from server.secret_key import session_secret_key
+from server.services.dataset_uploads import DATASET_UPLOAD_PATHS
 
 
 def create_api_app(settings: Settings | None = None) -> FastAPI:
@@ -64,7 +65,8 @@ def create_api_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     app.add_middleware(AdmissionLimit, limit=POOL_SIZE + POOL_OVERFLOW)  # as many requests as connections
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    uploads = {path: settings.max_dataset_bytes for path in DATASET_UPLOAD_PATHS}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, limits=uploads)
     app.add_middleware(SecurityHeaders, https=settings.public_url.startswith("https://"))
     # Forwarded headers are believed from SFUMATO_TRUSTED_PROXIES only (uvicorn runs with proxy_headers off).
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)

@@ -7,6 +7,7 @@ from server.api.routes import (
     artifacts,
     audit,
     compare,
+    datasets,
     evaluations,
     experiment_curves,
     experiments,
@@ -60,5 +61,6 @@ for module in (
     webhooks,
     models,
     evaluations,
+    datasets,
 ):
     api_router.include_router(module.router)

@@ -4,6 +4,7 @@ from server.models.account import ROLES, ApiToken, LoginThrottle, Membership, Te
 from server.models.advice import Advice
 from server.models.audit import AUDIT_ACTIONS, AuditEvent
 from server.models.base import Base, utcnow
+from server.models.dataset import Dataset, DatasetVersion
 from server.models.evaluation import Evaluation, EvaluationReward, RewardHackingAlarm
 from server.models.experiment import Experiment, ExperimentNote
 from server.models.host import Allocation, Device, Host
@@ -51,6 +52,8 @@ __all__ = [
     "Artifact",
     "AuditEvent",
     "Base",
+    "Dataset",
+    "DatasetVersion",
     "Device",
     "Evaluation",
     "EvaluationReward",

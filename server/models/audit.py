@@ -34,6 +34,7 @@ AUDIT_ACTIONS = (
     "token.revoke",
     "model.register",
     "model.alias",
+    "dataset.upload",
     "login.failed",
 )
 

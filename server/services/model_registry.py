@@ -11,13 +11,12 @@ A name is unique in its team, not across teams: a caller in two teams that both 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from server.models import Artifact, Job, ModelAlias, ModelVersion, RegisteredModel, Team, User, utcnow
+from server.models import Artifact, Job, ModelAlias, ModelVersion, RegisteredModel, Team, utcnow
 from server.schemas.model_registry import (
     ALIAS_MAX_LENGTH,
     ALIAS_PATTERN,
@@ -38,6 +37,7 @@ from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound
 from server.services.model_lineage import lineage_of
 from server.services.scoping import SUBMIT_ROLES, ensure_writer, scope_jobs, team_role
 from server.services.task_jobs import CHECKPOINT_KINDS, checkpoint_artifact
+from server.services.usernames import usernames
 
 EXPORT = "export"
 
@@ -139,13 +139,6 @@ def visible_model(session: Session, caller: Caller, name: str, team: str | None 
     return rows[0]
 
 
-def _usernames(session: Session, ids: Iterable[int | None]) -> dict[int, str]:
-    wanted = {i for i in ids if i is not None}
-    if not wanted:
-        return {}
-    return dict(session.execute(select(User.id, User.username).where(User.id.in_(wanted))).all())
-
-
 def _aliases(session: Session, model_ids: list[int]) -> dict[int, list[ModelAliasOut]]:
     rows = session.execute(
         select(ModelAlias, ModelVersion.version)
@@ -154,7 +147,7 @@ def _aliases(session: Session, model_ids: list[int]) -> dict[int, list[ModelAlia
         .order_by(ModelAlias.name)
     )
     found = list(rows)
-    names = _usernames(session, (a.updated_by for a, _ in found))
+    names = usernames(session, (a.updated_by for a, _ in found))
     out: dict[int, list[ModelAliasOut]] = {i: [] for i in model_ids}
     for alias, version in found:
         out[alias.model_id].append(
@@ -203,7 +196,7 @@ def _versions(
     session: Session, model: RegisteredModel, team: Team, versions: list[ModelVersion]
 ) -> list[ModelVersionOut]:
     aliases = _aliases(session, [model.id])[model.id]
-    names = _usernames(session, (v.created_by for v in versions))
+    names = usernames(session, (v.created_by for v in versions))
     exports = _exports(session, versions)
     return [
         ModelVersionOut(
@@ -257,7 +250,7 @@ def list_models(session: Session, caller: Caller, team: str | None = None) -> Mo
         statement = statement.where(Team.name == team)
     rows = session.execute(statement).all()
     aliases = _aliases(session, [m.id for m, _, _ in rows])
-    names = _usernames(session, (m.created_by for m, _, _ in rows))
+    names = usernames(session, (m.created_by for m, _, _ in rows))
     return ModelList(items=[_model_out(m, t, v, aliases[m.id], names) for m, t, v in rows])
 
 
@@ -274,7 +267,7 @@ def model_detail(session: Session, caller: Caller, name: str, team: str | None =
         owner,
         versions[0].version if versions else None,
         _aliases(session, [model.id])[model.id],
-        _usernames(session, [model.created_by]),
+        usernames(session, [model.created_by]),
     )
     return ModelDetail(**summary.model_dump(), versions=shown)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from security_support import send_telemetry, token_for
-from server_harness import Harness, Headers
+from server_harness import Harness, Headers, png_bytes
 from sqlalchemy import Select, select
 from uploaded_artifacts import uploaded
 
@@ -35,7 +35,8 @@ def _one(harness: Harness, statement: Select[tuple[int]]) -> int:
 def plant(harness: Harness, team: str) -> TeamThings:
     """Team `team` with its admin `{team}-admin` (and a spare token of theirs, never used) and member
     `{team}-member`, and a running job (a metric, a sample, a log line, a checkpoint), an experiment, a reward
-    service, an advice, a webhook, an uploaded model and an evaluation of the checkpoint; needs an online CPU host."""
+    service, an advice, a webhook, an uploaded model, an evaluation of the checkpoint and an edit prompt set; needs an
+    online CPU host."""
     admin = harness.add_user(f"{team}-admin", team, "admin")
     member = harness.add_user(f"{team}-member", team, "member")
     spare = token_for(harness, f"{team}-admin")["Authorization"].removeprefix("Bearer ")
@@ -61,8 +62,23 @@ def plant(harness: Harness, team: str) -> TeamThings:
             "alias": "production",
             "artifact_id": uploaded(harness, job_id, job_token, "model", "model.safetensors", b"weights"),
             "evaluation_id": _evaluation(harness, admin, job_id),
+            "dataset_name": _dataset(harness, admin, team),
         },
     )
+
+
+def _dataset(harness: Harness, headers: Headers, team: str) -> str:
+    """An edit set `{team}-prompts` of one row and its image, as version 1."""
+    name = f"{team}-prompts"
+    files = [
+        ("train", ("train.jsonl", b'{"prompt": "make it red", "image": "a.png"}')),
+        ("images", ("a.png", png_bytes())),
+    ]
+    response = harness.client.post(
+        "/api/v1/datasets", data={"name": name, "format": "edit"}, files=files, headers=headers
+    )
+    assert response.status_code == 201, response.text
+    return name
 
 
 def _experiment(team: str) -> dict[str, object]:

@@ -43,6 +43,7 @@ OWNED = (
     "version",
     "alias",
     "evaluation_id",
+    "dataset_name",
 )
 # The query a route is called with: what it requires, and the owned ids of routes that take them in the query.
 QUERIES = {
@@ -116,6 +117,8 @@ EXEMPT = {
     "POST /api/v1/models": "registers the job of its body: another team's job is refused as a missing one, 422 "
     "on `job_id` (tests/server/test_model_registry.py)",
     "GET /models": _LISTS,
+    "POST /api/v1/datasets": _CREATES,
+    "GET /api/v1/datasets": _LISTS,
     "POST /api/v1/advise": _CREATES,
     "GET /login": "the login page, before any session",
     "POST /login": "the login itself",
