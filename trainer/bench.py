@@ -57,7 +57,8 @@ def unit_costs(job: TrainingJob, shapes: list[int]) -> dict[int, dict[str, float
     family, denoiser, device = job.family, job.denoiser, job.dist.device
 
     def forward_of(rows: int) -> tuple[Any, torch.Tensor]:
-        cond, uncond = job.conditioning(["a red apple"] * rows), job.unconditional(rows)
+        prompts = job.prompts[:1] * rows  # one prompt of the job's own set (an edit set's row has its image)
+        cond, uncond = job.conditioning(prompts), job.unconditional(prompts)
         x = torch.randn(rows, *family.latent_shape, generator=torch.Generator().manual_seed(0)).to(job.dist.device)
         index = denoiser.grid.index(0, rows)
         ones = torch.ones(rows, device=x.device)

@@ -12,6 +12,7 @@ import copy
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -22,6 +23,7 @@ from trainer.algorithms.forward import ForwardAlgorithm, ForwardInputs, Renoised
 from trainer.algorithms.old_policy import OldPolicy
 from trainer.algorithms.registry import make_algorithm
 from trainer.distributed import Distributed, init_distributed
+from trainer.edit_prompt import negative_prompt, prompt_key
 from trainer.fsdp_gradients import (
     CollectiveCounts,
     count_collectives,
@@ -34,7 +36,7 @@ from trainer.layout import SampleBatch, layout_error
 from trainer.loss import PolicyTerms, clipped_policy_loss, reference_kl
 from trainer.models.base import Conditioning, ModelFamily
 from trainer.models.loading import load_family
-from trainer.prompts import load_prompts
+from trainer.prompts import load_eval_prompts, load_prompts
 from trainer.reference_policy import HostReference, meta_skeleton, sharded_reference
 from trainer.rewards.background import BackgroundScorer
 from trainer.rewards.registry import WeightedReward
@@ -152,13 +154,14 @@ class TrainingJob:
         # fp16's narrow range needs the loss scaled up and the gradients unscaled before clipping (the spec
         # admits fp16 under native only); at bf16 and fp32 the scaler passes everything through.
         self.loss_scaler = torch.amp.GradScaler(dist.device.type, enabled=family.compute_dtype == torch.float16)
-        self._conditioning: dict[str, Conditioning] = {}
+        self._conditioning: dict[tuple[str, Path | None], Conditioning] = {}  # by prompt_key: text and image
         self.scorer = BackgroundScorer(reward)
         self._scoring: Trajectory | None = None  # the rollout whose rewards the scorer holds
         self.replay: Replay | None = None
         self.gradient_hooks: list[GradientHook] = []
         self.layout = "sharded"  # which samples each rank holds (trainer/layout.py)
         self.prompts: list[str] = []  # the prompt pool steps draw from (set by build)
+        self.eval_prompts: list[str] = list(spec.prompts.eval)  # sampled for the eval images (an edit set's rows)
         self.memory = StepMeter()  # what a measured step holds, by component (trainer/step_memory.py)
 
     @classmethod
@@ -180,6 +183,7 @@ class TrainingJob:
         sharding = None if replicate else choose_sharding(spec, dist.world_size)
         job = cls(spec, dist, family, algorithm, reward, sharding)
         job.layout, job.prompts = layout, load_prompts(spec.prompts.source)
+        job.eval_prompts = load_eval_prompts(spec.prompts.source, spec.prompts.eval)
         job.place_text_encoders()
         return job
 
@@ -231,7 +235,9 @@ class TrainingJob:
         problem = uncached_prompts(len(self.prompts))
         if where == "free" and problem:
             raise SpecError("model.text_encoders", problem)
-        prompt_set = [*self.prompts, *self.spec.prompts.eval, *([""] if self.spec.algorithm.cfg_scale > 1 else [])]
+        prompt_set = [*self.prompts, *self.eval_prompts]
+        if self.spec.algorithm.cfg_scale > 1:
+            prompt_set += [negative_prompt(p) for p in prompt_set]
         self.conditioning(prompt_set)
         self.family.place_text_encoders(where)
         if self.dist.device.type == "cuda":
@@ -245,23 +251,25 @@ class TrainingJob:
         with the batch, and a resumed run, which meets its prompts in other batches, would drift.
         """
         on_host = self.spec.model.text_encoders != "gpu"
-        for prompt in sorted({p for p in prompts if p not in self._conditioning}):
+        missing = {prompt_key(p): p for p in prompts if prompt_key(p) not in self._conditioning}
+        for key in sorted(missing, key=str):
             if self.family.text_encoders_freed:
-                message = f"'free' dropped the text encoders after the prompt set; {prompt!r} is not in it: use 'cpu'"
+                message = f"'free' dropped the text encoders after the prompt set; {key[0]!r} is not in it: use 'cpu'"
                 raise SpecError("model.text_encoders", message)
-            encoded = self.family.encode_prompts([prompt])
-            self._conditioning[prompt] = encoded.pinned() if on_host else encoded
-        return Conditioning.cat([self._conditioning[p].to(self.dist.device) for p in prompts])
+            encoded = self.family.encode_prompts([missing[key]])
+            self._conditioning[key] = encoded.pinned() if on_host else encoded
+        return Conditioning.cat([self._conditioning[prompt_key(p)].to(self.dist.device) for p in prompts])
 
     def embedding_bytes(self) -> int:
         """Bytes of the cached prompt embeddings on the job's device (none when they are kept on the host)."""
-        parts = [t for c in self._conditioning.values() for t in (c.hidden, c.pooled, c.mask)]
+        parts = [t for c in self._conditioning.values() for t in c.tensors()]
         return distinct_bytes(t for t in parts if t is not None and t.device.type == self.dist.device.type)
 
-    def unconditional(self, rows: int) -> Conditioning | None:
+    def unconditional(self, prompts: list[str]) -> Conditioning | None:
+        """CFG's unconditional branch for these rows: the empty prompt, with each row's own conditioning image."""
         if self.spec.algorithm.cfg_scale <= 1.0:
             return None
-        return self.conditioning([""]).repeat_to(rows)
+        return self.conditioning([negative_prompt(p) for p in prompts])
 
     # --- the algorithm's primitives ------------------------------------------------------
     def plan(self, batch: SampleBatch) -> StepPlan:
@@ -273,7 +281,7 @@ class TrainingJob:
         if self.replay is not None:
             return self.replay.trajectory
         cond = self.conditioning(batch.prompts)
-        uncond = self.unconditional(len(batch.prompts))
+        uncond = self.unconditional(batch.prompts)
         self.scorer.discard()
         parts = []
         for rows in row_chunks(len(batch.prompts), self.spec.algorithm.rollout_chunks):

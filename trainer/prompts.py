@@ -1,9 +1,15 @@
 """Prompt sources: the built-in colour × object set, the shapes model's captions (its training split, and the split
-held out from training for evaluations), or a text file with one prompt per line."""
+held out from training for evaluations), a text file with one prompt per line, or an edit set (its rows
+``EditPrompt``s, each instruction with its conditioning image)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from trainer.edit_prompt import EditPrompt
+from trainer.prompt_metadata import geneval_prompts
+from trainer.spec.dataset_format import format_of_file
+from trainer.spec.edit_set import edit_set_file, edit_set_rows
 
 COLORS: dict[str, tuple[float, float, float]] = {
     "red": (0.9, 0.1, 0.1),
@@ -39,11 +45,25 @@ def load_prompts(source: str) -> list[str]:
         from trainer.ocr_prompts import OCR_PROMPTS
 
         return list(OCR_PROMPTS)
+    edit_file = edit_set_file(source)
+    if edit_file is not None:
+        return [EditPrompt(prompt, image) for prompt, image in edit_set_rows(edit_file)]
+    if format_of_file(source) == "geneval":  # the rows' metadata goes to the geneval reward
+        return geneval_prompts(Path(source).expanduser())
     lines = [line.strip() for line in Path(source).expanduser().read_text().splitlines()]
     prompts = [line for line in lines if line]
     if not prompts:
         raise ValueError(f"prompts.source: {source!r} holds no prompts")
     return prompts
+
+
+def load_eval_prompts(source: str, fixed: list[str]) -> list[str]:
+    """The prompts sampled for the eval images: the spec's fixed ``prompts.eval``, or for an edit set (whose rows
+    carry their images) as many rows of its test split (``test.jsonl``, else the training rows)."""
+    test_file = edit_set_file(source, "test") or edit_set_file(source)
+    if test_file is None:
+        return list(fixed)
+    return [EditPrompt(prompt, image) for prompt, image in edit_set_rows(test_file)[: len(fixed)]]
 
 
 def named_color(prompt: str) -> str | None:

@@ -187,10 +187,10 @@ def step_metrics(
 def evaluate(job: TrainingJob, step: int, output_dir: Path, reporter: Reporter | None) -> None:
     """ODE samples of the fixed eval prompts with fixed seeds, scored and saved as PNG."""
     spec = job.spec
-    prompts = [p for p in spec.prompts.eval for _ in range(spec.samples.count)]
-    seeds = [s for _ in spec.prompts.eval for s in range(spec.samples.count)]
+    prompts = [p for p in job.eval_prompts for _ in range(spec.samples.count)]
+    seeds = [s for _ in job.eval_prompts for s in range(spec.samples.count)]
     cond = job.conditioning(prompts)
-    uncond = job.unconditional(len(prompts))
+    uncond = job.unconditional(prompts)
     images = sample_ode(job.denoiser, job.policy, cond, uncond, seeds)
     if not job.dist.is_main:
         return

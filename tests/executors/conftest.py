@@ -4,9 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.trainer.conftest import REPO, sd35_dirs, sfumato_home, tiny_model_dir, tiny_spec, torchrun, wan22_dir
+from tests.trainer.conftest import (
+    REPO,
+    edit_set_dir,
+    kontext_dir,
+    sd35_dirs,
+    sfumato_home,
+    tiny_model_dir,
+    tiny_spec,
+    torchrun,
+    wan22_dir,
+)
 
-__all__ = ["REPO", "audit_spec", "sd35_dirs", "sfumato_home", "tiny_model_dir", "torchrun", "wan22_dir"]
+__all__ = [
+    "REPO",
+    "audit_spec",
+    "edit_set_dir",
+    "kontext_dir",
+    "sd35_dirs",
+    "sfumato_home",
+    "tiny_model_dir",
+    "torchrun",
+    "wan22_dir",
+]
 
 
 def audit_spec(**sections: dict[str, Any]) -> dict[str, Any]:

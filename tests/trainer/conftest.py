@@ -75,6 +75,47 @@ def wan22_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_wan22(tmp_path_factory.mktemp("wan22") / "model")
 
 
+@pytest.fixture(scope="session")
+def kontext_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny FLUX.1 Kontext checkpoint (``model.family`` flux_kontext, a FluxKontextPipeline folder), built once."""
+    from trainer.models.tiny_flux_kontext import build_tiny_flux_kontext
+
+    return build_tiny_flux_kontext(tmp_path_factory.mktemp("kontext") / "model")
+
+
+# An edit set's rows: the first two share their instruction and differ in their image (conditioning is per row).
+EDIT_ROWS = [
+    ("make the ball red", "images/blue.png", (0.1, 0.2, 0.9)),
+    ("make the ball red", "images/green.png", (0.1, 0.7, 0.1)),
+    ("a yellow car", "images/white.png", (1.0, 1.0, 1.0)),
+    ("paint the sky orange", "images/sky.png", (0.4, 0.6, 1.0)),
+]
+
+
+def write_edit_set(folder: Path, size: int = 32) -> Path:
+    """An edit set folder: ``train.jsonl`` of the rows above, ``test.jsonl`` of the last two, and their images,
+    each a disc of its colour on grey (PNG, ``size`` px)."""
+    from PIL import Image, ImageDraw
+
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for prompt, image, colour in EDIT_ROWS:
+        picture = Image.new("RGB", (size, size), (128, 128, 128))
+        fill = tuple(int(255 * c) for c in colour)
+        ImageDraw.Draw(picture).ellipse((size // 4, size // 4, 3 * size // 4, 3 * size // 4), fill=fill)
+        picture.save(folder / image)
+        lines.append(json.dumps({"prompt": prompt, "image": image}))
+    (folder / "train.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "test.jsonl").write_text("\n".join(lines[2:]) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def edit_set_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small edit set (``prompts.source`` of the image families), written once."""
+    return write_edit_set(tmp_path_factory.mktemp("edit-set"))
+
+
 def tiny_spec(**overrides: Any) -> dict[str, Any]:
     """examples/tiny-native.json with sections overridden (shallow merge per section)."""
     spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())

@@ -43,7 +43,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) ->
     checkpoint = trained_checkpoint(job.family, root / "5")
     prompts = [p for p in PROMPTS for _ in range(SEEDS)]
     seeds = [s for _ in PROMPTS for s in range(SEEDS)]
-    images = sample_ode(job.denoiser, job.policy, job.conditioning(prompts), job.unconditional(len(prompts)), seeds)
+    images = sample_ode(job.denoiser, job.policy, job.conditioning(prompts), job.unconditional(prompts), seeds)
     _, own = job.reward(images, prompts)
     source = {"job_id": 5, "artifact_id": 1, "step": 3, "path": checkpoint.relative_to(root / "5").as_posix()}
     return {

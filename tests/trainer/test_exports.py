@@ -197,7 +197,7 @@ def test_a_plain_diffusers_pipeline_with_the_exported_lora_draws_the_trainers_ev
     job = TrainingJob.build(spec, "sharded")
     checkpoint = trained_checkpoint(job.family, tmp_path)
     seeds = [0, 1]
-    ours = sample_ode(job.denoiser, job.policy, job.conditioning(PROMPTS), job.unconditional(2), seeds)
+    ours = sample_ode(job.denoiser, job.policy, job.conditioning(PROMPTS), job.unconditional(PROMPTS), seeds)
     latents = SampleNoise.seeded([stream_seed("eval", s) for s in seeds], torch.device("cpu")).initial(
         job.family.latent_shape
     )
@@ -214,7 +214,7 @@ def test_a_plain_diffusers_pipeline_with_the_exported_lora_draws_the_trainers_ev
     theirs = torch.load(tmp_path / "theirs.pt")
     difference = float((theirs - ours).abs().max())
     with job.policy.disable_adapter():  # type: ignore[operator]
-        base = sample_ode(job.denoiser, job.policy, job.conditioning(PROMPTS), job.unconditional(2), seeds)
+        base = sample_ode(job.denoiser, job.policy, job.conditioning(PROMPTS), job.unconditional(PROMPTS), seeds)
     moved = float((base - ours).abs().max())
     print(f"max pixel difference (images in [0, 1]): {difference:.3e}; the LoRA moves them by {moved:.3e}")
     assert difference < 1e-5 < moved  # the LoRA changes the images; the reload does not

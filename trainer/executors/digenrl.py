@@ -139,7 +139,7 @@ class DigenrlExecutor(Executor):
                     local_plan,
                     noise,
                     job.conditioning(prompts),
-                    job.unconditional(len(prompts)),
+                    job.unconditional(prompts),
                 )
             total, parts = job.reward(trajectory.images, prompts)
             latents, log_probs = trajectory.latents, trajectory.log_probs

@@ -69,8 +69,8 @@ def rollout_with_graphs(
     family, algorithm, device = job.family, job.algorithm, job.dist.device
     selected = torch.tensor(rows, dtype=torch.long)
     on_device = selected.to(device)
-    cond = job.conditioning([batch.prompts[r] for r in rows])
-    uncond = job.unconditional(len(rows))
+    prompts = [batch.prompts[r] for r in rows]
+    cond, uncond = job.conditioning(prompts), job.unconditional(prompts)
     sde, trained = plan.sde[selected], plan.trained[selected]
     replay = job.replay.trajectory if job.replay is not None else None
     noise = sample_noise(algorithm, batch.step, [int(batch.sample_ids[r]) for r in rows], device)

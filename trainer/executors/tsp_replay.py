@@ -46,7 +46,7 @@ def replay_unit(
         rows = len(index)
         x, x_next = latents[index], latents[index + 1]
         cond = job.conditioning([prompt] * rows)
-        uncond = job.unconditional(rows)
+        uncond = job.unconditional([prompt] * rows)
         out = job.denoiser.toward(job.policy, x, index, cond, uncond, x_next)
         old = log_probs[index]
         advantages = torch.full((rows,), advantage, device=device)

@@ -8,6 +8,7 @@ rollout, training and the KL reference all go through the same ``velocity`` code
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -20,18 +21,24 @@ from trainer.spec import SpecError
 
 @dataclass
 class Conditioning:
-    """Per-sample text conditioning; ``index`` selects rows, ``cat`` stacks for CFG."""
+    """Per-sample conditioning of one prompt row: its text embeddings and, for the families that edit or animate
+    an image (``trainer.spec.model.IMAGE_FAMILIES``), that row's encoded conditioning image. ``index`` selects
+    rows, ``cat`` stacks for CFG; every field travels alike, so rollout, training, the KL reference and every
+    executor reach a family's ``forward`` with the row's image beside its text."""
 
     hidden: torch.Tensor
     pooled: torch.Tensor | None = None
     mask: torch.Tensor | None = None
+    image: torch.Tensor | None = None  # the conditioning image's latents, one per row, as the family encoded them
+
+    def tensors(self) -> list[torch.Tensor | None]:
+        return [self.hidden, self.pooled, self.mask, self.image]
+
+    def _map(self, change: Callable[[torch.Tensor], torch.Tensor]) -> Conditioning:
+        return Conditioning(*[None if t is None else change(t) for t in self.tensors()])  # type: ignore[arg-type]
 
     def index(self, rows: torch.Tensor | list[int]) -> Conditioning:
-        return Conditioning(
-            self.hidden[rows],
-            None if self.pooled is None else self.pooled[rows],
-            None if self.mask is None else self.mask[rows],
-        )
+        return self._map(lambda t: t[rows])
 
     def repeat_to(self, batch: int) -> Conditioning:
         return self.index([0] * batch)
@@ -40,26 +47,25 @@ class Conditioning:
         """These embeddings on ``device`` (from pinned host memory the copy does not wait for the host)."""
         if self.hidden.device.type == device.type:
             return self
-        moved = [None if t is None else t.to(device, non_blocking=True) for t in (self.hidden, self.pooled, self.mask)]
-        return Conditioning(moved[0], moved[1], moved[2])  # type: ignore[arg-type]
+        return self._map(lambda t: t.to(device, non_blocking=True))
 
     def pinned(self) -> Conditioning:
         """A host copy, page-locked where an accelerator will read it."""
-        parts = [None if t is None else t.cpu() for t in (self.hidden, self.pooled, self.mask)]
         if torch.cuda.is_available():
-            parts = [None if t is None else t.pin_memory() for t in parts]
-        return Conditioning(parts[0], parts[1], parts[2])  # type: ignore[arg-type]
+            return self._map(lambda t: t.cpu().pin_memory())
+        return self._map(lambda t: t.cpu())
 
     @staticmethod
     def cat(parts: list[Conditioning]) -> Conditioning:
         """Stacked; masked embeddings of several lengths (Qwen-Image's) zero-padded to the longest, masked out."""
         pooled = None if parts[0].pooled is None else torch.cat([p.pooled for p in parts])  # type: ignore[misc]
+        image = None if parts[0].image is None else torch.cat([p.image for p in parts])  # type: ignore[misc]
         if parts[0].mask is None:
-            return Conditioning(torch.cat([p.hidden for p in parts]), pooled)
+            return Conditioning(torch.cat([p.hidden for p in parts]), pooled, image=image)
         longest = max(p.hidden.shape[1] for p in parts)
         hidden = [nn.functional.pad(p.hidden, (0, 0, 0, longest - p.hidden.shape[1])) for p in parts]
         mask = [nn.functional.pad(p.mask, (0, longest - p.mask.shape[1])) for p in parts]  # type: ignore[union-attr]
-        return Conditioning(torch.cat(hidden), pooled, torch.cat(mask))
+        return Conditioning(torch.cat(hidden), pooled, torch.cat(mask), image)
 
 
 class ModelFamily(ABC):

@@ -22,6 +22,7 @@ DISTILLED_GUIDANCE = 3.5  # FLUX.1-dev's default guidance (its diffusers pipelin
 class FluxFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
     text_encoder_fields = ("clip", "t5")
+    distilled_guidance = DISTILLED_GUIDANCE
 
     def __init__(
         self, directory: Path, device: torch.device, dtype: torch.dtype, resolution: tuple[int, int] | None = None
@@ -67,22 +68,28 @@ class FluxFamily(ModelFamily):
         return Conditioning(hidden, pooled)
 
     def forward(self, module: nn.Module, x: torch.Tensor, sigma: torch.Tensor, cond: Conditioning) -> torch.Tensor:
-        dtype = x.dtype
-        batch, channels, height, width = x.shape
+        _, channels, height, width = x.shape
+        out = self.transformer_call(module, pack(x), image_ids(height, width, x.device, x.dtype), sigma, cond)
+        return unpack(out, channels, height, width)
+
+    def transformer_call(
+        self, module: nn.Module, tokens: torch.Tensor, ids: torch.Tensor, sigma: torch.Tensor, cond: Conditioning
+    ) -> torch.Tensor:
+        """The transformer on packed image tokens [B, N, 4C] with their position ids [N, 3]: the velocity tokens."""
+        dtype = tokens.dtype
         guidance = None
         if self.transformer.config.guidance_embeds:
-            guidance = torch.full((batch,), DISTILLED_GUIDANCE, device=x.device, dtype=dtype)
-        out = module(
-            hidden_states=pack(x),
+            guidance = torch.full((tokens.shape[0],), self.distilled_guidance, device=tokens.device, dtype=dtype)
+        return module(
+            hidden_states=tokens,
             encoder_hidden_states=cond.hidden.to(dtype),
             pooled_projections=cond.pooled.to(dtype),  # type: ignore[union-attr]
             timestep=sigma.float(),  # σ = t / 1000 in fp32, never rounded to the compute precision
-            img_ids=image_ids(height, width, x.device, dtype),
-            txt_ids=torch.zeros(cond.hidden.shape[1], 3, device=x.device, dtype=dtype),
+            img_ids=ids,
+            txt_ids=torch.zeros(cond.hidden.shape[1], 3, device=tokens.device, dtype=dtype),
             guidance=guidance,
             return_dict=False,
         )[0]
-        return unpack(out, channels, height, width)
 
     @torch.no_grad()
     def decode(self, latents: torch.Tensor) -> torch.Tensor:

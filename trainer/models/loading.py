@@ -43,6 +43,10 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
         from trainer.models.flux import FluxFamily
 
         family = FluxFamily(directory, device, weights, spec.resolution)
+    elif spec.family == "flux_kontext":
+        from trainer.models.flux_kontext import FluxKontextFamily
+
+        family = FluxKontextFamily(directory, device, weights, spec.resolution)
     elif spec.family == "qwen_image":
         from trainer.models.qwen_image import QwenImageFamily
 

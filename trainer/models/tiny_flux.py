@@ -42,13 +42,14 @@ SCHEDULER_CONFIG = {
 }
 
 
-def build_tiny_flux(directory: Path, words: list[str]) -> None:
-    """Components from configs (the caller seeds torch), saved as a FluxPipeline directory."""
+def build_tiny_flux(directory: Path, words: list[str], transformer: dict | None = None) -> None:
+    """Components from configs (the caller seeds torch), saved as a FluxPipeline directory; the transformer's
+    config is ``TRANSFORMER_CONFIG`` unless given."""
     from diffusers import FlowMatchEulerDiscreteScheduler, FluxTransformer2DModel
     from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
 
     tokenizer = word_tokenizer(words, MAX_TOKENS)
-    FluxTransformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
+    FluxTransformer2DModel(**(transformer or TRANSFORMER_CONFIG)).save_pretrained(directory / "transformer")
     FlowMatchEulerDiscreteScheduler(**SCHEDULER_CONFIG).save_pretrained(directory / "scheduler")
     build_colour_vae(LATENT_SIZE).save_pretrained(directory / "vae")
     clip = CLIPTextConfig(

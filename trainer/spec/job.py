@@ -15,6 +15,7 @@ from trainer.spec.base import (
     SpecError,
     SpecProblems,
 )
+from trainer.spec.edit_set import source_problem
 from trainer.spec.executor import (
     EXECUTORS,
     FSDP_EXECUTORS,
@@ -90,6 +91,9 @@ class JobSpec(Section):
             problems.add("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
         if self.model.path == BUILTIN_SHAPES_PATH and self.model.family != "sd3":
             problems.add("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
+        source_mismatch = source_problem(self.model.family, self.prompts.source)
+        if source_mismatch:
+            problems.add("prompts.source", source_mismatch)
         unsupported = unsupported_pair(self.model.family, self.algorithm.name)
         if unsupported:
             problems.add("algorithm.name", unsupported)

@@ -30,7 +30,7 @@ PIXELS_PER_TOKEN = 16
 # The largest side each family's released checkpoints take: SD3's positional table (pos_embed_max_size 192
 # patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720), Qwen-Image's aspect sizes (up to
 # 1664 × 928; FLUX's 2048 bound).
-MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "wan": 1280, "qwen_image": 2048}
+MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "flux_kontext": 2048, "wan": 1280, "qwen_image": 2048}
 # Wan's frames: VAE scale 4 in time, so frames are 4k+1.
 WAN_FRAMES_PER_LATENT = 4
 # (height, width, frames) a Wan video has when the spec leaves them out: the built-in tiny model's, else
@@ -41,10 +41,15 @@ WAN_PIPELINE_SIZE = (480, 832, 81)
 QWEN_TINY_SIZE = (32, 32)  # trainer/models/tiny_qwen_image.py builds it for this size
 QWEN_PIPELINE_SIZE = (1024, 1024)
 
+# The families whose pipelines edit or animate a conditioning image: their prompts.source is an edit set
+# (trainer/spec/edit_set.py), every row an instruction with its image; a text-only family refuses one.
+IMAGE_FAMILIES = frozenset({"flux_kontext"})
+
 # Options that belong to one model family (the submit form shows them for that family only).
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "sd3": frozenset(),
     "flux": frozenset(),
+    "flux_kontext": frozenset(),
     "wan": frozenset({"num_frames"}),
     "qwen_image": frozenset(),
 }
@@ -62,6 +67,7 @@ def names_hub_model(path: str) -> bool:
 PIPELINE_FAMILIES = {
     "StableDiffusion3Pipeline": "sd3",
     "FluxPipeline": "flux",
+    "FluxKontextPipeline": "flux_kontext",
     "WanPipeline": "wan",
     "QwenImagePipeline": "qwen_image",
 }
@@ -86,10 +92,11 @@ def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
 
 
 class ModelSpec(Section):
-    family: Literal["sd3", "flux", "wan", "qwen_image"] = Field(
+    family: Literal["sd3", "flux", "flux_kontext", "wan", "qwen_image"] = Field(
         "sd3",
         description="the checkpoint's pipeline: 'sd3' (SD3, SD3.5 Medium and Large), 'flux' (FLUX.1), 'wan' (Wan 2.1 "
-        "text-to-video, Wan 2.2 TI2V-5B), 'qwen_image' (Qwen-Image)",
+        "text-to-video, Wan 2.2 TI2V-5B), 'qwen_image' (Qwen-Image), 'flux_kontext' (FLUX.1 Kontext: edits each "
+        "row's image of an edit set)",
     )
     path: str = Field(
         BUILTIN_MODEL_PATH,
