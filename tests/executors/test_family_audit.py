@@ -13,11 +13,12 @@ import pytest
 from tests.executors.conftest import audit_spec
 from trainer.audit import audit
 from trainer.models.tiny_wan22 import TINY_SIZE
+from trainer.spec.model import IMAGE_FAMILIES
 
 AUDITED = ["lean_retain", "lean_reweight"]
 
 
-def family_models(sd35_dirs: dict[str, Path], wan22_dir: Path) -> dict[str, dict[str, Any]]:
+def family_models(sd35_dirs: dict[str, Path], wan22_dir: Path, kontext_dir: Path) -> dict[str, dict[str, Any]]:
     """Each added family's tiny model, as the spec's model section names it."""
     height, width, frames = TINY_SIZE
     wan22 = {"family": "wan", "path": str(wan22_dir), "resolution": [height, width], "num_frames": frames}
@@ -25,15 +26,18 @@ def family_models(sd35_dirs: dict[str, Path], wan22_dir: Path) -> dict[str, dict
         "sd3.5-medium": {"family": "sd3", "path": str(sd35_dirs["medium"])},
         "wan2.2-ti2v-5b": wan22,
         "qwen-image": {"family": "qwen_image"},
+        "flux.1-kontext": {"family": "flux_kontext", "path": str(kontext_dir)},
     }
 
 
-@pytest.mark.parametrize("case", ["sd3.5-medium", "wan2.2-ti2v-5b", "qwen-image"])
+@pytest.mark.parametrize("case", ["sd3.5-medium", "wan2.2-ti2v-5b", "qwen-image", "flux.1-kontext"])
 def test_the_audit_passes_the_lean_executors_on_each_added_family(
-    tmp_path: Path, sd35_dirs: dict[str, Path], wan22_dir: Path, case: str
+    tmp_path: Path, sd35_dirs: dict[str, Path], wan22_dir: Path, kontext_dir: Path, edit_set_dir: Path, case: str
 ) -> None:
+    model = family_models(sd35_dirs, wan22_dir, kontext_dir)[case]
+    prompts = {"source": str(edit_set_dir)} if model["family"] in IMAGE_FAMILIES else {}
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps(audit_spec(model=family_models(sd35_dirs, wan22_dir)[case])))
+    path.write_text(json.dumps(audit_spec(model=model, prompts=prompts)))
     executors: dict[str, Any] = audit(path, AUDITED)["executors"]
     print(case, {name: (executors[name]["class"], executors[name]["verdict"]) for name in AUDITED})
     assert [executors[name]["verdict"] for name in AUDITED] == ["pass", "pass"]
