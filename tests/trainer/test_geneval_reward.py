@@ -120,7 +120,7 @@ def test_builtin_shapes_geneval_is_the_shapes_training_captions_each_with_its_me
     assert metadata_by_caption()[prompts[0]]["include"][0]["position"] == ["top left", "grid"]
 
 
-def test_geneval_with_a_path_is_refused_naming_the_field() -> None:
+def test_the_shape_detector_takes_no_detector_options_naming_the_field() -> None:
     with pytest.raises(ValidationError) as error:
-        parse_spec(tiny_spec(reward=[{"name": "geneval", "path": "/tmp"}]))
-    assert "reward.0.path" in [problem["field"] for problem in spec_errors(error.value)]
+        parse_spec(tiny_spec(reward=[{"name": "geneval", "score_threshold": 0.5}]))
+    assert [problem["field"] for problem in spec_errors(error.value)] == ["reward.0.score_threshold"]

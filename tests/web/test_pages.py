@@ -142,6 +142,7 @@ def test_submit_creates_the_job_through_the_service(client: TestClient, app: Fas
         remote_and_service = {"url": None, "batch_size": None, "timeout_s": None, "retries": None, "service": None}
         remote_and_service["outage_window_s"] = None
         remote_and_service |= dict.fromkeys(("judge_model", "rubric", "parser", "score_field"))  # vlm_judge's
+        remote_and_service |= dict.fromkeys(("score_threshold", "clip_path"))  # geneval's, with a detector
         assert job.spec["reward"] == [{"name": "colorfulness", "weight": 1.0, "path": None, **remote_and_service}]
 
 

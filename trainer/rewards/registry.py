@@ -20,7 +20,7 @@ from trainer.rewards.aesthetic import make_aesthetic
 from trainer.rewards.brightness import brightness
 from trainer.rewards.clip_score import make_clip_score
 from trainer.rewards.colorfulness import colorfulness
-from trainer.rewards.geneval import geneval
+from trainer.rewards.geneval import geneval, make_geneval
 from trainer.rewards.hpsv2 import make_hpsv2
 from trainer.rewards.imagereward import make_imagereward
 from trainer.rewards.jpeg_compressibility import jpeg_compressibility
@@ -32,6 +32,7 @@ from trainer.rewards.prompt_color_match import prompt_color_match
 from trainer.rewards.remote import RemoteReward
 from trainer.rewards.vlm_judge import VlmJudge
 from trainer.spec import REMOTE_REWARD, REWARD_ENTRY_POINT_GROUP, SERVICE_REWARD, VLM_JUDGE, RewardSpec, SpecError
+from trainer.spec.geneval_options import GENEVAL
 
 RewardOutput = torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]
 RewardFn = Callable[[torch.Tensor, list[str]], RewardOutput]
@@ -87,7 +88,11 @@ def load_reward(spec: RewardSpec, device: torch.device) -> RewardFn:
     if spec.name == VLM_JUDGE:
         return VlmJudge(spec)
     try:
+        if spec.name == GENEVAL:  # its detector options are the spec's
+            return make_geneval(spec, device)
         return make_reward(spec.name, spec.path, device)
+    except SpecError:
+        raise  # already names its field
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         if spec.path is None:
             raise

@@ -24,6 +24,7 @@ from trainer.spec.base import (
 )
 from trainer.spec.byte_size import parse_byte_size
 from trainer.spec.destinations import RefusedDestination, check_host
+from trainer.spec.geneval_options import DEFAULT_SCORE_THRESHOLD, GENEVAL, GENEVAL_OPTIONS
 from trainer.spec.judge_options import (
     DEFAULT_PARSER,
     DEFAULT_RUBRIC,
@@ -106,6 +107,16 @@ class RewardSpec(Section):
     score_field: str | None = Field(
         None, min_length=1, max_length=100, description="vlm_judge with parser json_field: the key of the score"
     )
+    score_threshold: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description=f"geneval with a detector `path`: the detector's score an object needs (default "
+        f"{DEFAULT_SCORE_THRESHOLD}, GenEval's; prompts tagged counting need 0.9)",
+    )
+    clip_path: str | None = Field(
+        None, description="geneval with a detector `path`: the local CLIP directory that names each object's colour"
+    )
 
     @field_validator("name")
     @classmethod
@@ -122,6 +133,11 @@ class RewardSpec(Section):
     def _path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
         return None if value is None else check_local_path(value, "reward path", info)
 
+    @field_validator("clip_path")
+    @classmethod
+    def _clip_path_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_local_path(value, "CLIP path", info)
+
     @field_validator("rubric")
     @classmethod
     def _template(cls, value: str | None) -> str | None:
@@ -137,8 +153,14 @@ class RewardSpec(Section):
         problems = SpecProblems("RewardSpec")
         if self.name in MODEL_REWARDS and self.path is None:
             problems.add("path", f"reward {self.name!r} loads a model: give the local directory of its weights")
-        if self.name in PIXEL_REWARDS and self.path is not None:
+        if self.name in PIXEL_REWARDS and self.name != GENEVAL and self.path is not None:
             problems.add("path", f"reward {self.name!r} computes from pixels and takes no path")
+        if self.name == GENEVAL:
+            self._geneval_problems(problems)
+        else:
+            for field in GENEVAL_OPTIONS:
+                if getattr(self, field) is not None:
+                    problems.add(field, f"only the {GENEVAL!r} reward takes {field}, not {self.name!r}")
         if self.name == REMOTE_REWARD:
             if self.url is None:
                 problems.add("url", "the remote reward needs the reward server's URL, e.g. http://host:8000")
@@ -167,6 +189,18 @@ class RewardSpec(Section):
                 problems.add(field, f"only the {VLM_JUDGE!r} reward takes {field}, not {self.name!r}")
         problems.raise_all()
         return self
+
+    def _geneval_problems(self, problems: SpecProblems) -> None:
+        """A detector ``path`` needs the CLIP that names colours; without it the shape detector takes no options."""
+        if self.path is not None:
+            if self.clip_path is None:
+                problems.add("clip_path", "geneval with a detector path names colours with CLIP: give its directory")
+            if self.score_threshold is None:
+                self.score_threshold = DEFAULT_SCORE_THRESHOLD
+            return
+        for field in GENEVAL_OPTIONS:
+            if getattr(self, field) is not None:
+                problems.add(field, "applies to geneval with a detector `path` (the shape detector takes none)")
 
     def _judge_problems(self, problems: SpecProblems) -> None:
         """The judge's endpoint and model are needed; the remote options and the rubric and parser default."""
