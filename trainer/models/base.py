@@ -30,9 +30,10 @@ class Conditioning:
     pooled: torch.Tensor | None = None
     mask: torch.Tensor | None = None
     image: torch.Tensor | None = None  # the conditioning image's latents, one per row, as the family encoded them
+    image_tokens: torch.Tensor | None = None  # its image encoder's tokens (Wan I2V's CLIP states), one set per row
 
     def tensors(self) -> list[torch.Tensor | None]:
-        return [self.hidden, self.pooled, self.mask, self.image]
+        return [self.hidden, self.pooled, self.mask, self.image, self.image_tokens]
 
     def _map(self, change: Callable[[torch.Tensor], torch.Tensor]) -> Conditioning:
         return Conditioning(*[None if t is None else change(t) for t in self.tensors()])  # type: ignore[arg-type]
@@ -60,12 +61,13 @@ class Conditioning:
         """Stacked; masked embeddings of several lengths (Qwen-Image's) zero-padded to the longest, masked out."""
         pooled = None if parts[0].pooled is None else torch.cat([p.pooled for p in parts])  # type: ignore[misc]
         image = None if parts[0].image is None else torch.cat([p.image for p in parts])  # type: ignore[misc]
+        tokens = None if parts[0].image_tokens is None else torch.cat([p.image_tokens for p in parts])  # type: ignore[misc]
         if parts[0].mask is None:
-            return Conditioning(torch.cat([p.hidden for p in parts]), pooled, image=image)
+            return Conditioning(torch.cat([p.hidden for p in parts]), pooled, image=image, image_tokens=tokens)
         longest = max(p.hidden.shape[1] for p in parts)
         hidden = [nn.functional.pad(p.hidden, (0, 0, 0, longest - p.hidden.shape[1])) for p in parts]
         mask = [nn.functional.pad(p.mask, (0, longest - p.mask.shape[1])) for p in parts]  # type: ignore[union-attr]
-        return Conditioning(torch.cat(hidden), pooled, torch.cat(mask), image)
+        return Conditioning(torch.cat(hidden), pooled, torch.cat(mask), image, tokens)
 
 
 class ModelFamily(ABC):
