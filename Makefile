@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB_STAMP := web/node_modules/.installed
 
-.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-web bench-platform bench-rewards bench-artifacts gpu-check fuzz mutation
+.PHONY: install run test lint bench bench-executors bench-advisor bench-learn bench-geneval bench-audit bench-web bench-platform bench-rewards bench-artifacts gpu-check fuzz mutation
 
 install: $(STAMP) $(WEB_STAMP)
 
@@ -46,6 +46,16 @@ mutation: install
 
 bench-learn: install
 	$(PY) bench/learn.py
+
+# The shapes model trained on builtin:shapes-geneval with the geneval reward, its reward curve
+# (bench/results/shapes-geneval.md, docs/images/shapes-geneval-curve.png).
+bench-geneval: install
+	$(PY) bench/shapes_geneval.py
+
+# The executors' audit over every family x algorithm x executor on the tiny models (bench/results/family-audit.md);
+# AUDIT_ARGS="--cases flux_kontext" re-runs some cases and keeps the other rows.
+bench-audit: install
+	$(PY) bench/family_audit.py $(AUDIT_ARGS)
 
 # Executors interleaved in one process against their analytical bounds (bench/results/executors.md).
 bench: bench-executors
