@@ -63,7 +63,7 @@ class ObjectDetector:
             images.to(self.device).float(), size=self.input_size(height, width), mode="bilinear", antialias=True
         )
         outputs = self.model(pixel_values=(pixels - self.mean) / self.std)
-        sizes = torch.tensor([[height, width]] * len(images))
+        sizes = torch.tensor([[height, width]] * len(images), device=self.device)
         found = self.processor.post_process_object_detection(outputs, threshold=threshold, target_sizes=sizes)
         return [self.kept(result) for result in found]
 
