@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from tests.executors.test_meta_device_step import META, OneDevicePerOp, meta_job
 from tests.trainer.conftest import read_metrics, write_spec
 from tests.trainer.test_edit_sets import kontext_spec
+from tests.trainer.test_exports import relative, trained
 from tests.trainer.test_schedule import assert_same_grid
 from trainer.executors.registry import make_executor
 from trainer.layout import step_batch
@@ -153,3 +154,23 @@ def test_kontext_trains_two_flow_grpo_steps_on_an_edit_set(
     run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
     metrics = read_metrics(tmp_path / "out")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["grad_norm"] > 0 for m in metrics)
+
+
+def test_a_kontext_lora_export_loads_into_flux_kontext_pipeline_with_the_trained_velocity(
+    tmp_path: Path, kontext_dir: Path, edit_set_dir: Path, rows: list[str]
+) -> None:
+    import diffusers
+
+    from trainer.export.write import export
+
+    data = kontext_spec(kontext_dir, str(edit_set_dir))
+    data["model"] |= {"finetune": "lora", "lora_rank": 4, "lora_alpha": 6.0}
+    spec = parse_spec(data)
+    family, checkpoint = trained(spec, tmp_path)
+    pipe = diffusers.FluxKontextPipeline.from_pretrained(kontext_dir)
+    pipe.load_lora_weights(export(spec, checkpoint, "diffusers", tmp_path / "diffusers"))
+    cond, x = family.encode_prompts(rows[:2]), torch.randn(2, *family.latent_shape)
+    with torch.no_grad():
+        theirs = family.forward(pipe.transformer, x, torch.tensor([0.7, 0.3]), cond)
+        ours = family.forward(family.transformer, x, torch.tensor([0.7, 0.3]), cond)
+    assert relative(theirs, ours) < 1e-5

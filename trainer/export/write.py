@@ -21,6 +21,7 @@ from trainer.spec.export_formats import check_export_format
 PIPELINES = {
     "sd3": "StableDiffusion3Pipeline",
     "flux": "FluxPipeline",
+    "flux_kontext": "FluxKontextPipeline",
     "wan": "WanPipeline",
     "qwen_image": "QwenImagePipeline",
 }
