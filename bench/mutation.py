@@ -60,7 +60,11 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_reweight_group_std.py",
     ],
     "trainer/executors/base.py": ["tests/executors/test_executor_base.py"],
-    "trainer/executors/native.py": ["tests/executors/test_hybrid_schedule.py", "tests/executors/test_native_step.py"],
+    "trainer/executors/native.py": [
+        "tests/executors/test_hybrid_schedule.py",
+        "tests/executors/test_native_step.py",
+        "tests/executors/test_native_sampling_weights.py",  # a forward algorithm's old policy (DGPO)
+    ],
     "trainer/executors/recompute.py": [
         "tests/executors/test_hybrid_schedule.py",
         "tests/executors/test_native_step.py",
@@ -193,6 +197,10 @@ EQUIVALENT: dict[str, str] = {
     _REWEIGHT + "train_step__mutmut_330": (
         "the first update's clip mask (all False) is only averaged within its own update and read to the host: "
         "its mean is 0 wherever it lives"
+    ),
+    "trainer.executors.native.xǁNativeExecutorǁtrain_step__mutmut_18": (
+        "native scores the trajectory job.rollout returned, whose rewards the background scorer already holds: "
+        "job.score reads the batch only for a trajectory made elsewhere"
     ),
 }
 

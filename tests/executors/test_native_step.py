@@ -63,3 +63,9 @@ def test_native_s_timings_are_non_negative_and_fit_inside_the_step(session: Audi
     phases = [metrics[f"time/{phase}"] for phase in ("rollout", "reward", "train", "sync")]
     assert all(value >= 0 for value in phases) and sum(phases[:3]) <= seconds
     assert metrics["time/sync"] <= metrics["time/train"]  # synchronising is part of training
+
+
+def test_native_reports_the_step_s_collectives_none_on_one_process(session: AuditSession) -> None:
+    """The counts come from the job's collective counters (two ranks: tests/executors/test_fsdp_lean.py)."""
+    metrics, _ = native_step(session)
+    assert (metrics["executor/param_all_gathers"], metrics["executor/grad_reductions"]) == (0.0, 0.0)
