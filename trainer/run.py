@@ -25,6 +25,7 @@ from trainer.checkpoint import (
     trainable_state,
     training_state,
 )
+from trainer.dataset_fetch import with_local_datasets
 from trainer.distributed import Distributed
 from trainer.executors.base import StepResult
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
@@ -47,7 +48,7 @@ def load_spec(path: Path) -> JobSpec:
 
 
 def run(spec_path: Path, output_dir: Path, resume: bool) -> None:
-    spec = load_spec(spec_path)
+    spec = with_local_datasets(load_spec(spec_path), output_dir)  # a team dataset fetched into the job's folder
     job = TrainingJob.build(spec, EXECUTOR_CLASSES[spec.executor.name].layout)
     dist, sharding = job.dist, job.sharding
     output_dir.mkdir(parents=True, exist_ok=True)

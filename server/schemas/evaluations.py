@@ -24,7 +24,12 @@ class EvaluationRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompts: str | None = Field(None, max_length=200, description="a built-in set, e.g. builtin:shapes-heldout")
+    prompts: str | None = Field(
+        None,
+        max_length=200,
+        description="a built-in set, e.g. builtin:shapes-heldout, or a dataset of the job's team: "
+        "dataset:NAME[@V][:test]",
+    )
     prompt_file: PromptFileIn | None = Field(None, description="an uploaded prompt set, instead of `prompts`")
     rewards: list[dict[str, Any]] = Field(
         min_length=1, max_length=MAX_EVAL_REWARDS, description="reward entries as in a spec's `reward` list"

@@ -19,6 +19,7 @@ from server.models import Artifact, Evaluation, EvaluationReward, Job, ModelVers
 from server.schemas.evaluations import EvaluationRequest, EvaluationsQueued
 from server.schemas.jobs import JobDetail
 from server.services.auth import Caller
+from server.services.dataset_pins import stored_prompts
 from server.services.errors import Conflict, FieldErrors, NotFound
 from server.services.evaluation_figures import reward_figures
 from server.services.jobs import submit_job, validate_spec
@@ -28,14 +29,19 @@ from server.services.scoping import get_visible_job
 from server.services.task_jobs import CHECKPOINT_KINDS, checkpoint_artifact, checkpoint_source, task_spec
 from server.states import JobKind
 from trainer.spec import SpecError
+from trainer.spec.dataset_source import is_dataset_source
 from trainer.spec.eval_task import EVAL_PROMPT_SETS, EvalTask, EvaluationReport
 from trainer.spec.prompt_file import parse_prompt_file
 
 
-def prompt_set(body: EvaluationRequest, settings: Settings) -> tuple[str, list[str]]:
-    """(the set's name, the file's prompts; none for a built-in set)."""
+def prompt_set(
+    session: Session, body: EvaluationRequest, settings: Settings, team_id: int | None
+) -> tuple[str, list[str]]:
+    """(the set's name, the file's or the team dataset's prompts; none for a built-in set)."""
     if (body.prompts is None) == (body.prompt_file is None):
         raise FieldErrors.one("prompts", f"give a built-in set ({', '.join(EVAL_PROMPT_SETS)}) or a prompt_file")
+    if body.prompts is not None and is_dataset_source(body.prompts) and team_id is not None:
+        return stored_prompts(session, settings, team_id, body.prompts, "prompts", settings.max_eval_prompts)
     if body.prompts is not None:
         if body.prompts not in EVAL_PROMPT_SETS:
             raise FieldErrors.one(
@@ -96,7 +102,7 @@ def request_evaluations(
     job = get_visible_job(session, caller, job_id)
     if job.kind != JobKind.TRAIN:
         raise FieldErrors.one("job_id", f"job {job.id} is a {job.kind} job; only a training job is evaluated")
-    name_of_set, prompts = prompt_set(body, settings)
+    name_of_set, prompts = prompt_set(session, body, settings, job.team_id)
     return _queue(session, caller, settings, job, _checkpoints(session, job, body), body, name_of_set, prompts)
 
 
@@ -109,7 +115,7 @@ def request_version_evaluation(
         raise FieldErrors.one("step", "a model version is one checkpoint: give no step, all_checkpoints or base_model")
     artifact = version_checkpoint(session, caller, name, number, team)
     job = session.get_one(Job, artifact.job_id)
-    name_of_set, prompts = prompt_set(body, settings)
+    name_of_set, prompts = prompt_set(session, body, settings, job.team_id)
     return _queue(session, caller, settings, job, [artifact], body, name_of_set, prompts)
 
 

@@ -14,6 +14,7 @@ from server.schemas.jobs import JobDetail
 from server.services import audit
 from server.services.auth import Caller
 from server.services.capacity import check_capacity
+from server.services.dataset_pins import pin_datasets
 from server.services.errors import Conflict, FieldErrors
 from server.services.hub_warning import hub_model_warning
 from server.services.job_reads import job_detail
@@ -79,7 +80,9 @@ def add_jobs(
     """Checked specs as queued jobs, with their submitted events and audit rows, in the caller's unit of work
     (uncommitted: an experiment adds all its cells or none). `columns[i]` sets more of job i's columns. The
     jobs are inserted in one flush, in order, so their ids follow the order of `specs`; the events and audit
-    rows follow in the next, each kind in one batch."""
+    rows follow in the next, each kind in one batch. A spec naming a team dataset is pinned to its version first."""
+    for spec in specs:
+        pin_datasets(session, spec, team_id)
     jobs = [
         Job(
             name=spec.name,

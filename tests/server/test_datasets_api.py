@@ -6,44 +6,25 @@ from __future__ import annotations
 
 import hashlib
 import io
-import secrets
-import shutil
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from server_harness import Harness, Headers, bearer, png_bytes
+from dataset_support import module_platform, upload, uploaded
+from server_harness import Harness, Headers, png_bytes
 from sqlalchemy import func, select
 
-from server.config import Settings
 from server.models import AuditEvent, Dataset, DatasetVersion
-from server.services.auth import ensure_admin
-from sfumato.app import create_app
 
 MAX_DATASET_BYTES = 64_000
-Files = list[tuple[str, tuple[str, bytes]]]
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory, migrated_templates: dict[str, str]) -> Iterator[Harness]:
     root = tmp_path_factory.mktemp("datasets")
-    shutil.copyfile(migrated_templates["sqlite"], root / "sfumato.db")
-    settings = Settings(
-        home=root / "home",
-        database_url=f"sqlite:///{root / 'sfumato.db'}",
-        artifact_root=root / "artifacts",
-        secret_key=secrets.token_hex(32),
-        max_dataset_bytes=MAX_DATASET_BYTES,
-    )
-    app = create_app(settings)
-    with TestClient(app) as client:
-        with app.state.sessionmaker() as session:
-            token = ensure_admin(session, settings)
-        assert token is not None
-        yield Harness(client, app.state.sessionmaker, settings, bearer(token))
+    yield from module_platform(root, migrated_templates["sqlite"], max_dataset_bytes=MAX_DATASET_BYTES)
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +35,6 @@ def lab(harness: Harness) -> Headers:
 @pytest.fixture(scope="module")
 def studio(harness: Harness) -> Headers:
     return harness.add_user("sam", "studio", "admin")
-
-
-def upload(harness: Harness, headers: Headers, name: str, fmt: str, train: bytes, **more: Any) -> Any:
-    files: Files = [("train", ("train.txt", train))]
-    if "test" in more:
-        files.append(("test", ("test.txt", more.pop("test"))))
-    files += [("images", (path, data)) for path, data in more.pop("images", {}).items()]
-    return harness.client.post("/api/v1/datasets", data={"name": name, "format": fmt}, files=files, headers=headers)
-
-
-def uploaded(harness: Harness, headers: Headers, name: str, fmt: str, train: bytes, **more: Any) -> dict[str, Any]:
-    response = upload(harness, headers, name, fmt, train, **more)
-    assert response.status_code == 201, response.text
-    return dict(response.json())
 
 
 def stored_versions(harness: Harness, name: str) -> int:

@@ -32,10 +32,17 @@ def fetch_artifact(api_url: str, token: str, job_id: int, artifact_id: int, dest
     """Download artifact `artifact_id` of job `job_id` into the folder `dest`; returns the file, or the unpacked
     folder of a folder artifact (a checkpoint, a model). Raises FetchFailed, or OSError when the platform cannot
     be reached (calling again resumes)."""
+    download = f"/api/v1/jobs/{job_id}/artifacts/{artifact_id}/download"
+    return fetch_download(api_url, token, download, dest / f".fetch-{job_id}-{artifact_id}.part")
+
+
+def fetch_download(api_url: str, token: str, download: str, part: Path) -> Path:
+    """GET the API path `download` (a download route that sends the checksum headers) into `part`'s folder, as
+    fetch_artifact does: resumed, checked, and a tar unpacked into a folder of the download's name."""
+    dest = part.parent
     dest.mkdir(parents=True, exist_ok=True)
-    part = dest / f".fetch-{job_id}-{artifact_id}.part"
     url = urlsplit(api_url)
-    path = f"{url.path.rstrip('/')}/api/v1/jobs/{job_id}/artifacts/{artifact_id}/download"
+    path = f"{url.path.rstrip('/')}{download}"
     connection_class = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     for _ in range(2):  # a resumed file that fails the checksum is fetched again whole, once
         connection = connection_class(url.hostname or "127.0.0.1", url.port, timeout=TIMEOUT_S)
@@ -46,7 +53,7 @@ def fetch_artifact(api_url: str, token: str, job_id: int, artifact_id: int, dest
         if file_sha256(part) == sha256:
             return _unpacked(part, dest / name, packing)
         part.unlink()
-    raise FetchFailed(f"artifact {artifact_id} of job {job_id}: the bytes received did not match sha256 {sha256}")
+    raise FetchFailed(f"GET {download}: the bytes received did not match sha256 {sha256}")
 
 
 def _receive(connection: http.client.HTTPConnection, path: str, token: str, part: Path) -> tuple[str, str, str]:

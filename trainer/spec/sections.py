@@ -23,6 +23,7 @@ from trainer.spec.base import (
     known_rewards,
 )
 from trainer.spec.byte_size import parse_byte_size
+from trainer.spec.dataset_source import is_dataset_source, parse_dataset_source
 from trainer.spec.destinations import RefusedDestination, check_host
 from trainer.spec.geneval_options import DEFAULT_SCORE_THRESHOLD, GENEVAL, GENEVAL_OPTIONS
 from trainer.spec.judge_options import (
@@ -246,22 +247,42 @@ def check_reward_url(value: str, allow_private: bool) -> str:
     return url
 
 
+MAX_EVAL_PROMPTS = 64
+
+
 class PromptsSpec(Section):
     source: str = Field(
         "builtin:colors",
         description="'builtin:colors', 'builtin:shapes' (the shapes model's captions but the one in ten held out "
-        "for evaluations, builtin:shapes-heldout), or a text file with one prompt per line; a relative path is "
-        "resolved at submit against the platform's data root and stored absolute",
+        "for evaluations, builtin:shapes-heldout), a team's dataset on the platform, 'dataset:<name>[@<version>]"
+        "[:train|:test]' (the latest version and the train split unless named; the platform pins the version at "
+        "submit), or a text file with one prompt per line; a relative path is resolved at submit against the "
+        "platform's data root and stored absolute",
     )
     eval: list[str] = Field(
         default_factory=lambda: ["a red apple", "a blue ocean"],
-        max_length=64,
+        max_length=MAX_EVAL_PROMPTS,
         description="fixed prompts sampled with fixed seeds every samples.every steps",
     )
+    eval_source: str | None = Field(
+        None,
+        description="a team's dataset, 'dataset:<name>[@<version>][:train|:test]' (usually its ':test' split), "
+        f"whose first {MAX_EVAL_PROMPTS} prompts replace `eval`; pinned at submit as prompts.source is",
+    )
+
+    @field_validator("eval_source")
+    @classmethod
+    def _eval_dataset(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_dataset_source(value)
+        return value
 
     @field_validator("source")
     @classmethod
     def _source_exists(cls, value: str, info: ValidationInfo) -> str:
+        if is_dataset_source(value):
+            parse_dataset_source(value)
+            return value
         if value.startswith("builtin:"):
             if value not in BUILTIN_PROMPT_SOURCES:
                 raise ValueError(f"unknown built-in prompt set {value!r}; allowed: {', '.join(BUILTIN_PROMPT_SOURCES)}")
