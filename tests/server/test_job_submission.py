@@ -69,6 +69,14 @@ def test_a_family_and_algorithm_upstream_does_not_pair_is_422_naming_both(harnes
     assert "'qwen_image'" in problem["message"] and "'dgpo'" in problem["message"]
 
 
+def test_an_image_family_without_an_edit_set_is_422_naming_prompts_source(harness: Harness) -> None:
+    response = harness.submit({"model": {"family": "flux_kontext"}, "prompts": {"source": "builtin:colors"}})
+    assert response.status_code == 422, response.text
+    problems = {p["field"]: p["message"] for p in response.json()["detail"]}
+    assert "edit set" in problems["prompts.source"] and "'flux_kontext'" in problems["prompts.source"]
+    assert harness.job_count() == 0
+
+
 @pytest.mark.parametrize(("case", "spec", "field"), BAD_SPECS[:2], ids=[c[0] for c in BAD_SPECS[:2]])
 def test_bad_spec_stores_nothing(harness: Harness, case: str, spec: dict[str, Any], field: str) -> None:
     harness.submit(spec)
