@@ -20,6 +20,7 @@ import httpx
 from sfumato.advice_client import AdviceCalls
 from sfumato.artifact_download import download_artifact_to
 from sfumato.config import resolve_credentials
+from sfumato.dataset_client import DatasetCalls
 from sfumato.errors import (
     ConfigError,
     ConnectionFailed,
@@ -46,7 +47,7 @@ MAX_KEYS_PER_REQUEST = 64
 MAX_POINTS = 100_000
 
 
-class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, EvaluationCalls, ModelCalls, ExportCalls):
+class Client(ExperimentCalls, AdviceCalls, PlaygroundCalls, EvaluationCalls, ModelCalls, ExportCalls, DatasetCalls):
     """A connection to one Sfumato server with one API token."""
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:

@@ -22,6 +22,7 @@ from sfumato.cli import (
     services,
 )
 from sfumato.cli.common import connection_options
+from sfumato.cli.datasets import dataset_app
 from sfumato.cli.registry import model_app
 
 PLATFORM_COMMANDS: tuple[Callable[..., None], ...] = (
@@ -63,3 +64,4 @@ app.add_typer(evaluations.eval_app, name="eval", rich_help_panel="Client")
 app.command(rich_help_panel="Client")(account.hosts)
 app.add_typer(services.service_app, name="service", rich_help_panel="Client")
 app.add_typer(model_app, name="model", rich_help_panel="Client")
+app.add_typer(dataset_app, name="dataset", rich_help_panel="Client")

@@ -7,15 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
-from platform_harness import free_port
+from dataset_support import served
 from server_harness import Harness, Headers
 from uploaded_artifacts import register
 
@@ -32,17 +29,7 @@ CHUNK = 64 * 1024
 @pytest.fixture
 def live(harness: Harness) -> Iterator[str]:
     """The harness's app served on a free port (the trainer and the client speak real HTTP)."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(harness.client.app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="off"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    yield from served(harness)
 
 
 @pytest.fixture

@@ -6,16 +6,12 @@ against its SHA-256, and reads it as a local prompt set of its format."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from dataset_support import module_platform, uploaded
-from platform_harness import free_port
+from dataset_support import module_platform, served, uploaded
 from server_harness import Harness, Headers, png_bytes
 from test_exports_api import _checkpointed_job as checkpointed_job
 
@@ -50,17 +46,7 @@ def lab(harness: Harness) -> Headers:
 @pytest.fixture(scope="module")
 def live(harness: Harness) -> Iterator[str]:
     """The app served over real HTTP, as a worker host reaches the platform."""
-    port = free_port()
-    config = uvicorn.Config(harness.client.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    yield from served(harness)
 
 
 def job_spec(source: str, **prompts: Any) -> dict[str, Any]:

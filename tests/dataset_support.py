@@ -1,15 +1,20 @@
-"""The real app on a copy of the migrated SQLite template, served for a whole module, and uploading a prompt set
-through POST /api/v1/datasets as a client does: what the dataset tests share."""
+"""The real app on a copy of the migrated SQLite template, served for a whole module (and over real HTTP, as a
+worker host or a CLI reaches it), and uploading a prompt set through POST /api/v1/datasets as a client does: what
+the dataset tests share."""
 
 from __future__ import annotations
 
 import secrets
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from fastapi.testclient import TestClient
+from platform_harness import free_port
 from server_harness import Harness, Headers, bearer
 
 from server.config import Settings
@@ -48,3 +53,18 @@ def uploaded(harness: Harness, headers: Headers, name: str, fmt: str, train: byt
     response = upload(harness, headers, name, fmt, train, **more)
     assert response.status_code == 201, response.text
     return dict(response.json())
+
+
+def served(harness: Harness) -> Iterator[str]:
+    """The harness's app on a free port over real HTTP, until the generator is closed; yields its URL."""
+    port = free_port()
+    config = uvicorn.Config(harness.client.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
