@@ -117,6 +117,19 @@ def test_bad_input_is_a_422_naming_the_field_and_nothing_is_queued(
     assert harness.job_count() == before
 
 
+def test_an_image_family_s_job_is_a_422_naming_prompts_and_nothing_is_queued(harness: Harness, lab: Headers) -> None:
+    """A FLUX.1 Kontext job edits each prompt row's image: text prompts alone cannot draw from it."""
+    job_id = _checkpointed_job(harness, lab)
+    with harness.session() as session:
+        session.get_one(Job, job_id).model_family = "flux_kontext"
+        session.commit()
+    before = harness.job_count()
+    response = _playground(harness, job_id, lab, prompts=["a cat"])
+    assert response.status_code == 422, response.text
+    assert [error["field"] for error in response.json()["detail"]] == ["prompts"]
+    assert harness.job_count() == before
+
+
 def test_another_teams_job_is_not_found_and_a_viewer_may_list_but_not_run(
     harness: Harness, lab: Headers, studio: Headers
 ) -> None:
