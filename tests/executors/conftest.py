@@ -14,6 +14,7 @@ from tests.trainer.conftest import (
     tiny_spec,
     torchrun,
     wan22_dir,
+    wan_i2v_dir,
 )
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "tiny_model_dir",
     "torchrun",
     "wan22_dir",
+    "wan_i2v_dir",
 ]
 
 

@@ -83,6 +83,14 @@ def kontext_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_flux_kontext(tmp_path_factory.mktemp("kontext") / "model")
 
 
+@pytest.fixture(scope="session")
+def wan_i2v_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Wan 2.1 I2V checkpoint (``model.family`` wan_i2v, a WanImageToVideoPipeline folder), built once."""
+    from trainer.models.tiny_wan_i2v import build_tiny_wan_i2v
+
+    return build_tiny_wan_i2v(tmp_path_factory.mktemp("wan-i2v") / "model")
+
+
 # An edit set's rows: the first two share their instruction and differ in their image (conditioning is per row).
 EDIT_ROWS = [
     ("make the ball red", "images/blue.png", (0.1, 0.2, 0.9)),

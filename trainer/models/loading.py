@@ -51,6 +51,10 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
         from trainer.models.qwen_image import QwenImageFamily
 
         family = QwenImageFamily(directory, device, weights, image_size(spec))
+    elif spec.family == "wan_i2v":
+        from trainer.models.wan_i2v import WanI2VFamily
+
+        family = WanI2VFamily(directory, device, weights, video_size(spec))
     else:
         from trainer.models.wan import WanFamily
 
@@ -70,7 +74,8 @@ def image_size(spec: ModelSpec) -> tuple[int, int]:
 
 
 def video_size(spec: ModelSpec) -> tuple[int, int, int]:
-    """(height, width, frames): the spec's, else the built-in tiny model's or WanPipeline's defaults."""
+    """(height, width, frames): the spec's, else the built-in tiny model's or WanPipeline's defaults (also
+    WanImageToVideoPipeline's)."""
     height, width, frames = WAN_TINY_SIZE if spec.path == BUILTIN_MODEL_PATH else WAN_PIPELINE_SIZE
     if spec.resolution is not None:
         height, width = spec.resolution

@@ -46,6 +46,7 @@ WAN22_LORA_TARGETS = (
 class WanFamily(ModelFamily):
     lora_targets = ("to_q", "to_k", "to_v", "to_out.0")
     text_encoder_fields = ("text_encoder",)
+    text_tokens: int | None = None  # prompt embeddings' length; None: the tokenizer's model_max_length
 
     def __init__(
         self, directory: Path, device: torch.device, dtype: torch.dtype, size: tuple[int, int, int] = PIPELINE_SIZE
@@ -68,7 +69,7 @@ class WanFamily(ModelFamily):
         encoder = UMT5EncoderModel.from_pretrained(directory / "text_encoder")
         self.text_encoder = encoder.to(device).eval().requires_grad_(False)
         self.tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
-        self.latent_shape = (self.transformer.config.in_channels, *self.latent_size(*size))
+        self.latent_shape = (self.transformer.config.out_channels, *self.latent_size(*size))
         frames, height, width = self.latent_shape[1:]
         patch_frames, patch_height, patch_width = self.transformer.config.patch_size
         self.image_tokens = (frames // patch_frames) * (height // patch_height) * (width // patch_width)
@@ -89,7 +90,7 @@ class WanFamily(ModelFamily):
         tokens = self.tokenizer(
             prompts,
             padding="max_length",
-            max_length=self.tokenizer.model_max_length,
+            max_length=self.text_tokens or self.tokenizer.model_max_length,
             truncation=True,
             return_attention_mask=True,
             return_tensors="pt",

@@ -30,9 +30,10 @@ PIXELS_PER_TOKEN = 16
 # The largest side each family's released checkpoints take: SD3's positional table (pos_embed_max_size 192
 # patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720), Qwen-Image's aspect sizes (up to
 # 1664 × 928; FLUX's 2048 bound).
-MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "flux_kontext": 2048, "wan": 1280, "qwen_image": 2048}
+MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "flux_kontext": 2048, "wan": 1280, "wan_i2v": 1280, "qwen_image": 2048}
 # Wan's frames: VAE scale 4 in time, so frames are 4k+1.
 WAN_FRAMES_PER_LATENT = 4
+VIDEO_FAMILIES = ("wan", "wan_i2v")  # model.num_frames is theirs
 # (height, width, frames) a Wan video has when the spec leaves them out: the built-in tiny model's, else
 # WanPipeline's defaults.
 WAN_TINY_SIZE = (32, 32, 5)
@@ -43,7 +44,7 @@ QWEN_PIPELINE_SIZE = (1024, 1024)
 
 # The families whose pipelines edit or animate a conditioning image: their prompts.source is an edit set
 # (trainer/spec/edit_set.py), every row an instruction with its image; a text-only family refuses one.
-IMAGE_FAMILIES = frozenset({"flux_kontext"})
+IMAGE_FAMILIES = frozenset({"flux_kontext", "wan_i2v"})
 
 # Options that belong to one model family (the submit form shows them for that family only).
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
@@ -51,6 +52,7 @@ FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "flux": frozenset(),
     "flux_kontext": frozenset(),
     "wan": frozenset({"num_frames"}),
+    "wan_i2v": frozenset({"num_frames"}),
     "qwen_image": frozenset(),
 }
 
@@ -69,6 +71,7 @@ PIPELINE_FAMILIES = {
     "FluxPipeline": "flux",
     "FluxKontextPipeline": "flux_kontext",
     "WanPipeline": "wan",
+    "WanImageToVideoPipeline": "wan_i2v",
     "QwenImagePipeline": "qwen_image",
 }
 
@@ -92,11 +95,11 @@ def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
 
 
 class ModelSpec(Section):
-    family: Literal["sd3", "flux", "flux_kontext", "wan", "qwen_image"] = Field(
+    family: Literal["sd3", "flux", "flux_kontext", "wan", "wan_i2v", "qwen_image"] = Field(
         "sd3",
         description="the checkpoint's pipeline: 'sd3' (SD3, SD3.5 Medium and Large), 'flux' (FLUX.1), 'wan' (Wan 2.1 "
         "text-to-video, Wan 2.2 TI2V-5B), 'qwen_image' (Qwen-Image), 'flux_kontext' (FLUX.1 Kontext: edits each "
-        "row's image of an edit set)",
+        "row's image of an edit set), 'wan_i2v' (Wan 2.1 image-to-video: animates each row's image)",
     )
     path: str = Field(
         BUILTIN_MODEL_PATH,
@@ -147,7 +150,7 @@ class ModelSpec(Section):
         "(default: the model's own size)",
     )
     num_frames: int | None = Field(
-        None, ge=1, le=1025, description="wan: frames per video, of the form 4k+1 (default: the model's)"
+        None, ge=1, le=1025, description="wan, wan_i2v: frames per video, of the form 4k+1 (default: the model's)"
     )
 
     @model_validator(mode="before")
@@ -230,10 +233,11 @@ class ModelSpec(Section):
                 )
 
     def _video_frames(self, problems: SpecProblems) -> None:
-        """Wan's VAE compresses 4× in time: WanPipeline's frames are 4k+1."""
-        if self.family != "wan":
+        """Wan's VAE compresses 4× in time: WanPipeline's and WanImageToVideoPipeline's frames are 4k+1."""
+        if self.family not in VIDEO_FAMILIES:
             if self.num_frames is not None:
-                problems.add("num_frames", f"applies only to family 'wan', not {self.family!r}")
+                message = f"applies only to the video families {', '.join(VIDEO_FAMILIES)}, not {self.family!r}"
+                problems.add("num_frames", message)
             return
         if self.num_frames is not None and (self.num_frames - 1) % WAN_FRAMES_PER_LATENT:
             problems.add("num_frames", f"must be of the form 4k+1 (1, 5, 9, …, 81); got {self.num_frames}")
