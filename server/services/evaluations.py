@@ -30,6 +30,7 @@ from server.services.task_jobs import CHECKPOINT_KINDS, checkpoint_artifact, che
 from server.states import JobKind
 from trainer.spec import SpecError
 from trainer.spec.dataset_source import is_dataset_source
+from trainer.spec.edit_set import text_prompts_problem
 from trainer.spec.eval_task import EVAL_PROMPT_SETS, EvalTask, EvaluationReport
 from trainer.spec.prompt_file import parse_prompt_file
 
@@ -138,6 +139,9 @@ def _queue(
     session: Session, caller: Caller, settings: Settings, job: Job, targets: list[Artifact | None],
     body: EvaluationRequest, name_of_set: str, prompts: list[str],
 ) -> EvaluationsQueued:  # fmt: skip
+    problem = text_prompts_problem(job.model_family, "an evaluation")
+    if problem:
+        raise FieldErrors.one("prompts", problem)
     team = job.team.name if job.team is not None else None
     queued: list[JobDetail] = []
     for artifact in targets:

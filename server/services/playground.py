@@ -21,7 +21,7 @@ from server.services.model_registry import version_detail
 from server.services.task_jobs import checkpoint_artifact, checkpoint_source, submit_task_job
 from server.states import JobKind
 from trainer.spec.algorithm import AlgorithmSpec
-from trainer.spec.model import IMAGE_FAMILIES
+from trainer.spec.edit_set import text_prompts_problem
 from trainer.spec.playground_task import MAX_SAMPLER_STEPS, PlaygroundSettings, PlaygroundTask, SamplerSettings
 
 GRID = "grid"
@@ -52,9 +52,9 @@ def request_playground(
 def _queue(
     session: Session, caller: Caller, settings: Settings, job: Job, artifact: Artifact, body: PlaygroundSettings
 ) -> JobDetail:
-    if job.model_family in IMAGE_FAMILIES:
-        message = f"a {job.model_family} model edits each edit-set row's image; the playground has text prompts only"
-        raise FieldErrors.one("prompts", message)
+    problem = text_prompts_problem(job.model_family, "the playground")
+    if problem:
+        raise FieldErrors.one("prompts", problem)
     task = PlaygroundTask(
         source=checkpoint_source(artifact), prompts=body.prompts, seeds=body.seeds, sampler=sampler_of(job, body)
     )

@@ -119,6 +119,19 @@ def test_a_bad_request_is_a_422_naming_the_field_and_queues_nothing(
     assert harness.job_count() == before
 
 
+def test_an_image_family_s_job_is_a_422_naming_prompts_and_queues_nothing(harness: Harness, lab: Headers) -> None:
+    """A FLUX.1 Kontext job edits each prompt row's image: an evaluation's text prompts cannot draw from it."""
+    job_id = checkpointed_job(harness, lab)
+    with harness.session() as session:
+        session.get_one(Job, job_id).model_family = "flux_kontext"
+        session.commit()
+    before = harness.job_count()
+    response = evaluate(harness, job_id, lab)
+    assert response.status_code == 422, response.text
+    assert [error["field"] for error in response.json()["detail"]] == ["prompts"]
+    assert harness.job_count() == before
+
+
 def test_the_platform_computes_each_rewards_figures_from_the_reported_scores(harness: Harness, lab: Headers) -> None:
     job_id = checkpointed_job(harness, lab)
     [eval_id] = queued_ids(evaluate(harness, job_id, lab, step=10, seeds_per_prompt=2))

@@ -52,3 +52,11 @@ def source_problem(family: str, source: str) -> str | None:
         families = ", ".join(sorted(IMAGE_FAMILIES))
         return f"{source!r} is an edit set, whose images condition {families}; family {family!r} takes text prompts"
     return None
+
+
+def text_prompts_problem(family: str, task: str) -> str | None:
+    """Why a ``task`` that samples text prompts alone (an evaluation, the playground) cannot run a ``family`` model,
+    or None: an image family edits each edit-set row's image."""
+    if family not in IMAGE_FAMILIES:
+        return None
+    return f"a {family} model edits each edit-set row's image; {task} has text prompts only"
