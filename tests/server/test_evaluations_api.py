@@ -121,10 +121,7 @@ def test_a_bad_request_is_a_422_naming_the_field_and_queues_nothing(
 
 def test_an_image_family_s_job_is_a_422_naming_prompts_and_queues_nothing(harness: Harness, lab: Headers) -> None:
     """A FLUX.1 Kontext job edits each prompt row's image: an evaluation's text prompts cannot draw from it."""
-    job_id = checkpointed_job(harness, lab)
-    with harness.session() as session:
-        session.get_one(Job, job_id).model_family = "flux_kontext"
-        session.commit()
+    job_id = checkpointed_job(harness, lab, family="flux_kontext")
     before = harness.job_count()
     response = evaluate(harness, job_id, lab)
     assert response.status_code == 422, response.text

@@ -12,9 +12,15 @@ from server.models import Job
 from server.states import JobKind
 
 
-def _checkpointed_job(harness: Harness, headers: Headers, steps: tuple[int, ...] = (5, 10)) -> int:
-    """A job of team lab whose trainer registered a checkpoint at each of `steps`."""
+def _checkpointed_job(
+    harness: Harness, headers: Headers, steps: tuple[int, ...] = (5, 10), family: str | None = None
+) -> int:
+    """A job of team lab whose trainer registered a checkpoint at each of `steps` (recorded as a job of `family`)."""
     job_id = harness.submit_ok(headers=headers)
+    if family is not None:
+        with harness.session() as session:
+            session.get_one(Job, job_id).model_family = family
+            session.commit()
     token = harness.start_job(job_id)
     for step in steps:
         body = {

@@ -119,10 +119,7 @@ def test_bad_input_is_a_422_naming_the_field_and_nothing_is_queued(
 
 def test_an_image_family_s_job_is_a_422_naming_prompts_and_nothing_is_queued(harness: Harness, lab: Headers) -> None:
     """A FLUX.1 Kontext job edits each prompt row's image: text prompts alone cannot draw from it."""
-    job_id = _checkpointed_job(harness, lab)
-    with harness.session() as session:
-        session.get_one(Job, job_id).model_family = "flux_kontext"
-        session.commit()
+    job_id = _checkpointed_job(harness, lab, family="flux_kontext")
     before = harness.job_count()
     response = _playground(harness, job_id, lab, prompts=["a cat"])
     assert response.status_code == 422, response.text
