@@ -14,6 +14,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from tests.trainer.conftest import EDIT_ROWS, read_metrics, write_spec
+from tests.trainer.test_exports import relative, trained
 from tests.trainer.test_families import algorithm_spec
 from tests.trainer.test_schedule import assert_same_grid
 from trainer.edit_prompt import EditPrompt
@@ -188,3 +189,23 @@ def test_flow_grpo_trains_two_steps_on_wan_i2v_under_cfg(tmp_path: Path, wan_i2v
     run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
     metrics = read_metrics(tmp_path / "out")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["grad_norm"] > 0 for m in metrics)
+
+
+def test_a_wan_i2v_lora_export_loads_into_wan_image_to_video_pipeline_with_the_trained_velocity(
+    tmp_path: Path, wan_i2v_dir: Path, edit_set_dir: Path
+) -> None:
+    import diffusers
+
+    from trainer.export.write import export
+
+    spec = algorithm_spec("flow_grpo", {**model_section(wan_i2v_dir), "lora_rank": 4, "lora_alpha": 6.0}, steps=1)
+    spec["prompts"] = {**spec["prompts"], "source": str(edit_set_dir)}
+    job = parse_spec(spec)
+    family, checkpoint = trained(job, tmp_path)
+    pipe = diffusers.WanImageToVideoPipeline.from_pretrained(wan_i2v_dir)
+    pipe.load_lora_weights(export(job, checkpoint, "diffusers", tmp_path / "diffusers"))
+    cond, x = family.encode_prompts([row(edit_set_dir, 0), row(edit_set_dir, 1)]), torch.randn(2, *family.latent_shape)
+    with torch.no_grad():
+        theirs = family.forward(pipe.transformer, x, torch.tensor([0.7, 0.3]), cond)
+        ours = family.forward(family.transformer, x, torch.tensor([0.7, 0.3]), cond)
+    assert relative(theirs, ours) < 1e-5

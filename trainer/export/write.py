@@ -23,6 +23,7 @@ PIPELINES = {
     "flux": "FluxPipeline",
     "flux_kontext": "FluxKontextPipeline",
     "wan": "WanPipeline",
+    "wan_i2v": "WanImageToVideoPipeline",
     "qwen_image": "QwenImagePipeline",
 }
 COMFYUI_FILE = "comfyui_lora.safetensors"
