@@ -117,6 +117,8 @@ EXEMPT = {
     "POST /api/v1/models": "registers the job of its body: another team's job is refused as a missing one, 422 "
     "on `job_id` (tests/server/test_model_registry.py)",
     "GET /models": _LISTS,
+    "GET /datasets": _LISTS,
+    "POST /datasets": _CREATES,
     "POST /api/v1/datasets": _CREATES,
     "GET /api/v1/datasets": _LISTS,
     "POST /api/v1/advise": _CREATES,

@@ -15,6 +15,7 @@ from web.pages import (
     api_docs,
     auth,
     compare,
+    datasets,
     experiment_form,
     experiments,
     exports,
@@ -48,7 +49,7 @@ router = APIRouter(include_in_schema=False)
 # The new-experiment form before the experiment page: /experiments/new is not an experiment id.
 for module in (api_docs, auth, password_setup, jobs, job_detail, side_by_side, gallery, submit, advice, compare,
                playground,
-               experiment_form, experiments, hosts, services, account, teams, models, exports):  # fmt: skip
+               experiment_form, experiments, hosts, services, account, teams, models, datasets, exports):  # fmt: skip
     router.include_router(module.router)
 
 
