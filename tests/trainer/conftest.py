@@ -84,6 +84,15 @@ def kontext_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def qwen_edit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Qwen-Image-Edit checkpoint (``model.family`` qwen_image_edit, a QwenImageEditPipeline folder), built
+    once."""
+    from trainer.models.tiny_qwen_image_edit import build_tiny_qwen_image_edit
+
+    return build_tiny_qwen_image_edit(tmp_path_factory.mktemp("qwen-edit") / "model")
+
+
+@pytest.fixture(scope="session")
 def wan_i2v_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Wan 2.1 I2V checkpoint (``model.family`` wan_i2v, a WanImageToVideoPipeline folder), built once."""
     from trainer.models.tiny_wan_i2v import build_tiny_wan_i2v

@@ -25,6 +25,7 @@ PIPELINES = {
     "wan": "WanPipeline",
     "wan_i2v": "WanImageToVideoPipeline",
     "qwen_image": "QwenImagePipeline",
+    "qwen_image_edit": "QwenImageEditPipeline",
 }
 COMFYUI_FILE = "comfyui_lora.safetensors"
 

@@ -51,6 +51,10 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
         from trainer.models.qwen_image import QwenImageFamily
 
         family = QwenImageFamily(directory, device, weights, image_size(spec))
+    elif spec.family == "qwen_image_edit":
+        from trainer.models.qwen_image_edit import QwenImageEditFamily
+
+        family = QwenImageEditFamily(directory, device, weights, image_size(spec))
     elif spec.family == "wan_i2v":
         from trainer.models.wan_i2v import WanI2VFamily
 
@@ -66,8 +70,8 @@ def load_family(spec: ModelSpec, device: torch.device) -> ModelFamily:
 
 
 def image_size(spec: ModelSpec) -> tuple[int, int]:
-    """Qwen-Image's (height, width): the spec's, else the built-in tiny model's or QwenImagePipeline's default
-    (``default_sample_size`` 128 × VAE scale 8)."""
+    """Qwen-Image's and Qwen-Image-Edit's (height, width): the spec's, else the built-in tiny model's or their
+    pipelines' default (``default_sample_size`` 128 × VAE scale 8)."""
     if spec.resolution is not None:
         return spec.resolution
     return QWEN_TINY_SIZE if spec.path == BUILTIN_MODEL_PATH else QWEN_PIPELINE_SIZE

@@ -30,7 +30,15 @@ PIXELS_PER_TOKEN = 16
 # The largest side each family's released checkpoints take: SD3's positional table (pos_embed_max_size 192
 # patches), FLUX.1's 0.1-2 megapixel range, Wan 2.1's 720p (1280 × 720), Qwen-Image's aspect sizes (up to
 # 1664 × 928; FLUX's 2048 bound).
-MAX_RESOLUTION = {"sd3": 3072, "flux": 2048, "flux_kontext": 2048, "wan": 1280, "wan_i2v": 1280, "qwen_image": 2048}
+MAX_RESOLUTION = {
+    "sd3": 3072,
+    "flux": 2048,
+    "flux_kontext": 2048,
+    "wan": 1280,
+    "wan_i2v": 1280,
+    "qwen_image": 2048,
+    "qwen_image_edit": 2048,
+}
 # Wan's frames: VAE scale 4 in time, so frames are 4k+1.
 WAN_FRAMES_PER_LATENT = 4
 VIDEO_FAMILIES = ("wan", "wan_i2v")  # model.num_frames is theirs
@@ -44,7 +52,7 @@ QWEN_PIPELINE_SIZE = (1024, 1024)
 
 # The families whose pipelines edit or animate a conditioning image: their prompts.source is an edit set
 # (trainer/spec/edit_set.py), every row an instruction with its image; a text-only family refuses one.
-IMAGE_FAMILIES = frozenset({"flux_kontext", "wan_i2v"})
+IMAGE_FAMILIES = frozenset({"flux_kontext", "qwen_image_edit", "wan_i2v"})
 
 # Options that belong to one model family (the submit form shows them for that family only).
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
@@ -54,6 +62,7 @@ FAMILY_OPTIONS: dict[str, frozenset[str]] = {
     "wan": frozenset({"num_frames"}),
     "wan_i2v": frozenset({"num_frames"}),
     "qwen_image": frozenset(),
+    "qwen_image_edit": frozenset(),
 }
 
 
@@ -73,6 +82,7 @@ PIPELINE_FAMILIES = {
     "WanPipeline": "wan",
     "WanImageToVideoPipeline": "wan_i2v",
     "QwenImagePipeline": "qwen_image",
+    "QwenImageEditPipeline": "qwen_image_edit",
 }
 
 
@@ -95,11 +105,12 @@ def _check_pipeline_family(value: str, info: ValidationInfo) -> None:
 
 
 class ModelSpec(Section):
-    family: Literal["sd3", "flux", "flux_kontext", "wan", "wan_i2v", "qwen_image"] = Field(
+    family: Literal["sd3", "flux", "flux_kontext", "wan", "wan_i2v", "qwen_image", "qwen_image_edit"] = Field(
         "sd3",
         description="the checkpoint's pipeline: 'sd3' (SD3, SD3.5 Medium and Large), 'flux' (FLUX.1), 'wan' (Wan 2.1 "
         "text-to-video, Wan 2.2 TI2V-5B), 'qwen_image' (Qwen-Image), 'flux_kontext' (FLUX.1 Kontext: edits each "
-        "row's image of an edit set), 'wan_i2v' (Wan 2.1 image-to-video: animates each row's image)",
+        "row's image of an edit set), 'qwen_image_edit' (Qwen-Image-Edit: the same), 'wan_i2v' (Wan 2.1 "
+        "image-to-video: animates each row's image)",
     )
     path: str = Field(
         BUILTIN_MODEL_PATH,
