@@ -18,7 +18,7 @@ from tests.trainer.conftest import EDIT_ROWS, read_metrics, write_spec
 from tests.trainer.test_exports import relative, trained
 from tests.trainer.test_families import algorithm_spec
 from tests.trainer.test_schedule import assert_same_grid
-from trainer.edit_prompt import EditPrompt
+from trainer.edit_prompt import EditPrompt, negative_prompt
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.layout import step_batch
 from trainer.models.flux import pack, unpack
@@ -52,16 +52,18 @@ def pipeline(family: QwenImageEditFamily) -> Any:
     )  # fmt: skip
 
 
-def pipeline_inputs(family: QwenImageEditFamily, row: EditPrompt, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def pipeline_inputs(
+    family: QwenImageEditFamily, row: EditPrompt, x: torch.Tensor, text: str | None = None
+) -> tuple[torch.Tensor, ...]:
     """What QwenImageEditPipeline.__call__ hands its transformer for this row at the job's size: the prompt
-    embeddings of ``encode_prompt`` on the resized image, the packed noise and the packed image latents of
-    ``prepare_latents``."""
+    embeddings of ``encode_prompt`` (of ``text``, else the row's instruction) on the resized image, the packed noise
+    and the packed image latents of ``prepare_latents``."""
     from PIL import Image
 
     pipe = pipeline(family)
     height, width = TINY_SIZE
     image = pipe.image_processor.resize(Image.open(row.image).convert("RGB"), height, width)
-    embeds, _ = pipe.encode_prompt([str(row)], image=image, device=CPU)
+    embeds, _ = pipe.encode_prompt([str(row) if text is None else text], image=image, device=CPU)
     pixels = pipe.image_processor.preprocess(image, height, width).unsqueeze(2)
     noisy, image_latents = pipe.prepare_latents(pixels, 1, 16, height, width, torch.float32, CPU, None, pack(x))
     return embeds, noisy, image_latents
@@ -98,24 +100,52 @@ def test_an_edit_row_is_encoded_with_its_image_as_qwen_image_edit_pipeline_encod
     assert not torch.equal(ours.hidden[0], ours.hidden[1])  # one instruction: the text encoder read each image
 
 
+def pipeline_velocity(
+    family: QwenImageEditFamily, embeds: torch.Tensor, noisy: torch.Tensor, image_latents: torch.Tensor, t: torch.Tensor
+) -> torch.Tensor:
+    """QwenImageEditPipeline.__call__'s transformer call at timestep t (its t / 1000 = σ): the noisy and the image
+    tokens, both grids, the output cropped to the noisy tokens (packed)."""
+    height, width = family.latent_shape[1:]
+    return family.transformer(
+        hidden_states=torch.cat([noisy, image_latents], dim=1), timestep=t / 1000, encoder_hidden_states=embeds,
+        encoder_hidden_states_mask=None, img_shapes=[[(1, height // 2, width // 2), (1, height // 2, width // 2)]],
+        return_dict=False,
+    )[0][:, : noisy.shape[1]]  # fmt: skip
+
+
 def test_the_velocity_is_the_pipelines_transformer_call_on_the_noisy_and_image_tokens(
     family: QwenImageEditFamily, rows: list[EditPrompt]
 ) -> None:
-    """Both rows batched; each row's velocity is the pipeline's call on its own inputs, cropped to the noisy
-    tokens, at t / 1000 = σ."""
+    """Both rows batched; each row's velocity is the pipeline's call on its own inputs."""
     x = torch.randn(2, *family.latent_shape, generator=torch.Generator().manual_seed(0))
     sigma = torch.tensor([0.7, 0.4])
-    height, width = family.latent_shape[1:]
     with torch.no_grad():
         ours = family.velocity(family.transformer, x, sigma, family.encode_prompts(rows), None, 1.0)
         for row in range(2):
             embeds, noisy, image_latents = pipeline_inputs(family, rows[row], x[row : row + 1])
-            theirs = family.transformer(
-                hidden_states=torch.cat([noisy, image_latents], dim=1), timestep=sigma[row : row + 1] * 1000 / 1000,
-                encoder_hidden_states=embeds, encoder_hidden_states_mask=None,
-                img_shapes=[[(1, height // 2, width // 2), (1, height // 2, width // 2)]], return_dict=False,
-            )[0][:, : noisy.shape[1]]  # fmt: skip
+            theirs = pipeline_velocity(family, embeds, noisy, image_latents, sigma[row : row + 1] * 1000)
             assert torch.allclose(ours[row : row + 1], unpack(theirs, *family.latent_shape), atol=1e-6)
+
+
+def test_true_cfg_is_the_pipelines_with_the_empty_negative_prompt_read_with_the_rows_image(
+    family: QwenImageEditFamily, rows: list[EditPrompt]
+) -> None:
+    """The pipeline's loop with a negative prompt: its two calls (the negative one on the same image), the guided
+    velocity rescaled to the conditional one's norm per packed patch. Here the two run batched, the shorter
+    negative embeddings padded and masked."""
+    scale, t = 4.0, torch.tensor([600.0])
+    x = torch.randn(1, *family.latent_shape, generator=torch.Generator().manual_seed(1))
+    cond, uncond = family.encode_prompts(rows[:1]), family.encode_prompts([negative_prompt(rows[0])])
+    with torch.no_grad():
+        ours = family.velocity(family.transformer, x, t / 1000, cond, uncond, scale)
+        embeds, noisy, image_latents = pipeline_inputs(family, rows[0], x)
+        negative, _, _ = pipeline_inputs(family, rows[0], x, "")
+        noise_pred = pipeline_velocity(family, embeds, noisy, image_latents, t)
+        neg_noise_pred = pipeline_velocity(family, negative, noisy, image_latents, t)
+    comb_pred = neg_noise_pred + scale * (noise_pred - neg_noise_pred)
+    theirs = comb_pred * (torch.norm(noise_pred, dim=-1, keepdim=True) / torch.norm(comb_pred, dim=-1, keepdim=True))
+    assert uncond.hidden.shape[1] < cond.hidden.shape[1]  # the batch pads the negative prompt
+    assert torch.allclose(ours, unpack(theirs, *family.latent_shape), atol=1e-5)
 
 
 def test_the_qwen_image_edit_grid_is_the_one_its_pipeline_sets(family: QwenImageEditFamily) -> None:
