@@ -1,6 +1,6 @@
 """Wan 2.1 image-to-video (``model.family: wan_i2v``): WanImageToVideoPipeline's transformer call, trained.
 
-Each prompt row comes with its conditioning image, encoded twice, once per row, as the pipeline encodes it
+Each prompt row comes with its conditioning image, encoded two ways, once per row, as the pipeline encodes it
 (diffusers ``pipelines/wan/pipeline_wan_i2v.py``): the CLIP vision encoder's penultimate hidden states go to the
 transformer as ``encoder_hidden_states_image``; the image, resized to the video's size and followed by
 ``num_frames`` − 1 black frames, is VAE-encoded (the distribution's mode, normalised by ``latents_mean`` and
@@ -52,7 +52,6 @@ class WanI2VFamily(WanFamily):
             message = f"{directory} has no image_encoder: wan_i2v needs Wan 2.1 I2V's CLIP vision encoder"
             raise SpecError("model.path", message)
         super().__init__(directory, device, dtype, size)
-        self.lora_targets = WAN22_LORA_TARGETS
         self.size = size
         encoder = CLIPVisionModel.from_pretrained(directory / "image_encoder")
         self.image_encoder = encoder.to(device).eval().requires_grad_(False)
