@@ -8,7 +8,7 @@ import re
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from page_fixtures import csrf_of, png
+from page_fixtures import World, csrf_of, png
 from sqlalchemy import func, select
 
 from server.models import DatasetVersion
@@ -55,3 +55,14 @@ def test_an_edit_sets_page_shows_its_rows_as_thumbnails_served_by_the_api(client
     assert [alt for _, alt in sources] == ["cat.png", "dog.png"]
     served = [client.get(src.replace("&amp;", "&")) for src, _ in sources]
     assert [(r.status_code, r.content) for r in served] == [(200, cat), (200, dog)]
+
+
+def test_the_job_page_names_the_dataset_version_the_job_runs_on(client: TestClient, world: World) -> None:
+    post_upload(client, {"name": "captions", "format": "text"}, [("train", ("train.txt", b"a cat\n"))])
+    post_upload(client, {"name": "captions", "format": "text"}, [("train", ("train.txt", b"a dog\n"))])
+    spec = {"name": "on-a-dataset", "resources": {"device_type": "cuda"}, "prompts": {"source": "dataset:captions"}}
+    submitted = client.post("/api/v1/jobs", json=spec, headers={"Authorization": f"Bearer {world.token}"})
+    assert submitted.status_code == 201, submitted.text
+    page = client.get(f"/jobs/{submitted.json()['id']}").text
+    line = page.split('id="dataset-source">', 1)[1].split("</p>", 1)[0]
+    assert line.startswith('prompts.source: <a href="/datasets/captions"><code>dataset:captions@2:train</code></a>')
