@@ -11,13 +11,13 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from tests.trainer.conftest import EDIT_ROWS
+from tests.trainer.conftest import EDIT_ROWS, write_edit_set
 from tests.trainer.test_families import algorithm_spec
 from trainer.edit_prompt import EditPrompt, negative_prompt, prompt_key
 from trainer.job import TrainingJob
 from trainer.models.base import Conditioning
 from trainer.prompts import load_eval_prompts, load_prompts
-from trainer.spec import parse_spec, spec_errors
+from trainer.spec import parse_spec, spec_errors, stored_spec
 
 
 def kontext_spec(kontext_dir: Path, source: str, **algorithm: Any) -> dict[str, Any]:
@@ -50,6 +50,28 @@ def test_an_edit_set_for_a_text_only_family_is_refused_naming_prompts_source(edi
     spec["prompts"] = {"source": str(edit_set_dir / "train.jsonl")}
     problem = refusal(spec)
     assert problem["field"] == "prompts.source" and "'flux'" in problem["message"]
+
+
+def test_an_edit_set_row_whose_image_is_missing_is_refused_naming_the_row(tmp_path: Path, kontext_dir: Path) -> None:
+    folder = write_edit_set(tmp_path / "edits")
+    (folder / EDIT_ROWS[2][1]).unlink()
+    problem = refusal(kontext_spec(kontext_dir, str(folder)))
+    assert problem["field"] == "prompts.source"
+    assert "test.jsonl row 1: image 'images/white.png' is not a file" in problem["message"]
+
+
+def test_a_stored_spec_reads_back_without_its_edit_set_being_read_again(tmp_path: Path, kontext_dir: Path) -> None:
+    folder = write_edit_set(tmp_path / "edits")
+    data = parse_spec(kontext_spec(kontext_dir, str(folder))).model_dump(mode="json")
+    (folder / EDIT_ROWS[0][1]).unlink()
+    assert stored_spec(data) is not None
+
+
+def test_a_malformed_edit_set_row_is_refused_naming_line_and_column(tmp_path: Path, kontext_dir: Path) -> None:
+    folder = write_edit_set(tmp_path / "edits")
+    (folder / "train.jsonl").write_text('{"prompt": "make it red", "image": "../outside.png"}\n')
+    problem = refusal(kontext_spec(kontext_dir, str(folder)))
+    assert problem["field"] == "prompts.source" and "train.jsonl line 1, column" in problem["message"]
 
 
 def test_an_edit_set_loads_its_rows_as_instructions_carrying_their_images(edit_set_dir: Path) -> None:

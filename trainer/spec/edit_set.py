@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainer.spec.base import SpecError
 from trainer.spec.dataset_format import format_of_file, split_file
 from trainer.spec.dataset_source import DATASET_PREFIX
 from trainer.spec.edit_rows import edit_rows
@@ -51,6 +52,20 @@ def source_problem(family: str, source: str) -> str | None:
     if family not in IMAGE_FAMILIES and edit:
         families = ", ".join(sorted(IMAGE_FAMILIES))
         return f"{source!r} is an edit set, whose images condition {families}; family {family!r} takes text prompts"
+    return rows_problem(source) if edit else None
+
+
+def rows_problem(source: str) -> str | None:
+    """The first malformed row (its line and column) or row whose image is not a file, of either split of an edit
+    set, or None."""
+    for path in sorted({p for p in (edit_set_file(source), edit_set_file(source, "test")) if p is not None}):
+        try:
+            rows = edit_set_rows(path)
+        except SpecError as error:
+            return f"{path.name} {error.message}"
+        for number, (_, image) in enumerate(rows, start=1):
+            if not image.is_file():
+                return f"{path.name} row {number}: image {image.relative_to(path.parent).as_posix()!r} is not a file"
     return None
 
 

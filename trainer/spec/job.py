@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from trainer.spec.algorithm import AlgorithmSpec
 from trainer.spec.base import (
@@ -14,6 +14,7 @@ from trainer.spec.base import (
     Section,
     SpecError,
     SpecProblems,
+    is_stored,
 )
 from trainer.spec.edit_set import source_problem
 from trainer.spec.executor import (
@@ -78,22 +79,28 @@ class JobSpec(Section):
         return value
 
     @model_validator(mode="after")
-    def _whole(self) -> JobSpec:
+    def _whole(self, info: ValidationInfo) -> JobSpec:
         """Every rule that joins sections, all checked: the problems are reported together."""
         problems = SpecProblems("JobSpec")
         self._cross_section(problems)
+        if not is_stored(info):  # its prompt set was read when it was submitted, and may be large
+            self._prompt_set_fits(problems)
         self._executor_fits(problems)
         problems.raise_all()
         return self
+
+    def _prompt_set_fits(self, problems: SpecProblems) -> None:
+        """An image family's prompt set is an edit set whose rows parse and whose images exist; a text family's
+        is not an edit set."""
+        problem = source_problem(self.model.family, self.prompts.source)
+        if problem:
+            problems.add("prompts.source", problem)
 
     def _cross_section(self, problems: SpecProblems) -> None:
         if self.model.path == BUILTIN_MODEL_PATH and self.model.family not in BUILTIN_FAMILIES:
             problems.add("model.family", f"the built-in tiny model exists for {', '.join(BUILTIN_FAMILIES)}")
         if self.model.path == BUILTIN_SHAPES_PATH and self.model.family != "sd3":
             problems.add("model.family", "the built-in shapes model is an SD3-family model: family 'sd3'")
-        source_mismatch = source_problem(self.model.family, self.prompts.source)
-        if source_mismatch:
-            problems.add("prompts.source", source_mismatch)
         unsupported = unsupported_pair(self.model.family, self.algorithm.name)
         if unsupported:
             problems.add("algorithm.name", unsupported)
