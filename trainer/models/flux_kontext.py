@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from trainer.edit_prompt import required_image
-from trainer.models.base import Conditioning
+from trainer.models.base import Conditioning, vae_scale
 from trainer.models.flux import FluxFamily, image_ids, pack, unpack
 
 # Flow-Factory's Kontext LoRA (src/flow_factory/models/flux/flux1_kontext.py, default_target_modules): both
@@ -54,7 +54,7 @@ class FluxKontextFamily(FluxFamily):
         from diffusers.image_processor import VaeImageProcessor
 
         super().__init__(directory, device, dtype, resolution)
-        self.scale = 2 ** (len(self.vae.config.block_out_channels) - 1)
+        self.scale = vae_scale(self.vae)
         self.image_processor = VaeImageProcessor(vae_scale_factor=self.scale * 2)  # the pipeline's
 
     @torch.no_grad()
