@@ -181,11 +181,14 @@ def test_a_text_prompt_file_for_wan_i2v_is_refused_naming_prompts_source(wan_i2v
     assert "wan_i2v" in refusals(spec)["prompts.source"]
 
 
-def test_flow_grpo_trains_two_steps_on_wan_i2v_under_cfg(tmp_path: Path, wan_i2v_dir: Path, edit_set_dir: Path) -> None:
-    spec = algorithm_spec("flow_grpo", model_section(wan_i2v_dir), steps=2)
+@pytest.mark.parametrize("algorithm", ["flow_grpo", "diffusion_nft"])
+def test_each_upstream_algorithm_trains_two_steps_on_wan_i2v_under_cfg(
+    tmp_path: Path, wan_i2v_dir: Path, edit_set_dir: Path, algorithm: str
+) -> None:
+    """Flow-Factory's two Wan 2.1 I2V recipes' trainers: its GRPO (here flow_grpo) and DiffusionNFT."""
+    spec = algorithm_spec(algorithm, model_section(wan_i2v_dir), steps=2)
     spec["prompts"] = {**spec["prompts"], "source": str(edit_set_dir)}
     spec["algorithm"]["cfg_scale"] = 5.0  # the pipeline's guidance: the empty prompt with the row's image
-    parse_spec(spec)
     run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
     metrics = read_metrics(tmp_path / "out")
     assert [m["step"] for m in metrics] == [1, 2] and all(m["grad_norm"] > 0 for m in metrics)
