@@ -1,6 +1,7 @@
 """Qwen-Image-Edit (``model.family: qwen_image_edit``): each row's image read by the text encoder and VAE-encoded as
-QwenImageEditPipeline does, its tokens beside the noisy ones in the pipeline's own transformer call, Qwen-Image's σ
-grid as the pipeline sets it, training on an edit set, and the algorithms upstream does not train on it refused."""
+QwenImageEditPipeline does, its tokens beside the noisy ones in the pipeline's own transformer call, its true CFG,
+Qwen-Image's σ grid as the pipeline sets it, training on an edit set, bf16, the meta device, the LoRA export, and the
+refusals (text prompts; the algorithms upstream does not train on it)."""
 
 from __future__ import annotations
 
