@@ -121,6 +121,12 @@ def test_the_clip_tokens_travel_with_their_row_through_cat_and_index(family: Wan
     assert torch.equal(moved.image, torch.cat([second.image, first.image]))  # type: ignore[arg-type]
 
 
+def test_model_text_encoders_free_drops_the_clip_image_encoder_with_the_text_encoder(wan_i2v_dir: Path) -> None:
+    family = WanI2VFamily(wan_i2v_dir, torch.device("cpu"), torch.float32, TINY_SIZE)
+    family.place_text_encoders("free")
+    assert family.image_encoder is None and family.text_encoder is None
+
+
 def test_a_text_prompt_without_an_image_is_refused_naming_prompts_source(family: WanI2VFamily) -> None:
     with pytest.raises(SpecError) as error:
         family.encode_prompts(["a red ball"])
