@@ -97,6 +97,7 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_jagg_composed_spec.py",
     ],
     "trainer/executors/graph_rollout.py": [
+        "tests/executors/test_graph_rollout.py",  # without a replay: the job's own rollout
         "tests/executors/test_native_step.py",
         "tests/executors/test_retain_backward_rows.py",
         "tests/executors/test_reweight_group_std.py",
