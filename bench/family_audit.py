@@ -5,9 +5,10 @@ For every family of ``model.family`` (trainer/spec/model.py) on its tiny model (
 and the tiny SD3.5-Medium and Wan 2.2 TI2V-5B checkpoints the family tests build), every algorithm of the
 trainer's registry and every executor, it runs the audit of trainer/audit.py (docs/executors.md §4) on the spec of
 tests/executors/test_family_audit.py: full fine-tuning, T = 4, 2 prompts x 2 samples, one step, fp32, one
-process on the CPU, with jagg's routing at ``group_width`` 3 (``JAGG_WIDTHS``). One audit per family and
-algorithm judges every executor that accepts the spec against one native step; digenrl, which needs a rollout
-and a trainer device, is audited apart on two gloo ranks under torchrun (``--no-digenrl`` skips it).
+process on the CPU, with jagg's routing at ``group_width`` 3 (``JAGG_WIDTHS``) and MixGRPO's window at 2
+(``ALGORITHM_FIT``). One audit per family and algorithm judges every executor that accepts the spec against one
+native step; digenrl, which needs a rollout and a trainer device, is audited apart on two gloo ranks under
+torchrun (``--no-digenrl`` skips it).
 
 A combination that cannot run is listed with the refusal and its field, as the platform gives it: the spec's
 (a family/algorithm pair no upstream recipe trains: trainer/spec/family_algorithms.py), the audit's (a
@@ -15,8 +16,8 @@ forward-process algorithm has no trajectory to replay), or the executor's (``opt
 trainer/spec/executor_choice.py). An audit that raises is a finding: its error is listed.
 
 It writes ``bench/results/family-audit.md`` after every audit (a cut-short run keeps what it finished) and the
-outcomes and reports to ``bench/results/family-audit.json``; ``--cases kontext,wan_i2v`` re-runs those cases and
-keeps the others' rows from that file. A benchmark, not a test: it asserts nothing.
+outcomes and reports to ``bench/results/family-audit.json``; ``--cases kontext,wan_i2v`` (or ``--algorithms``)
+re-runs those combinations and keeps the others' rows from that file. A benchmark, not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ TWO_RANKS = ("digenrl",)
 # jagg's group widths tried in turn: 3 routes one interpolated step per group at T = 4 (its default, 4, is more
 # than the 3 steps Flow-GRPO trains there); 2 (no interior step) where fewer steps train.
 JAGG_WIDTHS = (3, 2)  # a rollout pool and a trainer pool: two devices at the least
+# Algorithm fields the audit's T = 4 needs: MixGRPO's window (its released scripts' 4) is at most T - 2 steps.
+ALGORITHM_FIT: dict[str, dict[str, Any]] = {"mix_grpo": {"window_size": 2}, "mix_grpo_flash": {"window_size": 2}}
 EDIT_ROWS = [("make the ball red", "blue.png", (26, 51, 230)), ("paint the sky orange", "sky.png", (102, 153, 255))]
 AUDIT_SPEC: dict[str, Any] = {
     "model": {"finetune": "full", "lora_rank": None},
@@ -134,7 +137,7 @@ def write_edit_set(folder: Path, size: int = 32) -> Path:
 def spec_dict(case: dict[str, Any], algorithm: str, **sections: dict[str, Any]) -> dict[str, Any]:
     """examples/tiny-native.json with the audit's sections, the case's model (and prompts) and the algorithm."""
     spec = json.loads((REPO / "examples" / "tiny-native.json").read_text())
-    own = {**case, "algorithm": {"name": algorithm}, **sections}
+    own = {**case, "algorithm": {"name": algorithm, **ALGORITHM_FIT.get(algorithm, {})}, **sections}
     for key in {*AUDIT_SPEC, *own}:
         spec[key] = {**spec.get(key, {}), **AUDIT_SPEC.get(key, {}), **own.get(key, {})}
     if algorithm != "flow_grpo":  # tiny-native's noise level and clip range are Flow-GRPO's
@@ -342,7 +345,7 @@ def main() -> None:
     algorithms = args.algorithms.split(",") if args.algorithms else list(ALGORITHM_CLASSES)
     command = "python bench/family_audit.py " + " ".join(sys.argv[1:])
     started = time.perf_counter()
-    outcomes, reports = kept_from_before(wanted)
+    outcomes, reports = kept_from_before(wanted, args.algorithms.split(",") if args.algorithms else None)
     with tempfile.TemporaryDirectory(prefix="family-audit-") as scratch:
         work, home = Path(scratch), Path(scratch) / "home"
         os.environ["SFUMATO_HOME"] = str(home)
@@ -367,14 +370,20 @@ def chosen(case: str, wanted: list[str] | None) -> bool:
     return wanted is None or any(w in case for w in wanted)
 
 
-def kept_from_before(wanted: list[str] | None) -> tuple[list[Outcome], list[dict[str, Any]]]:
-    """With ``--cases``, the last run's outcomes and reports of the other cases (so a re-run of some families
-    keeps the table whole); without, nothing."""
-    if wanted is None or not REPORTS_JSON.exists():
+def kept_from_before(
+    wanted: list[str] | None, algorithms: list[str] | None
+) -> tuple[list[Outcome], list[dict[str, Any]]]:
+    """With ``--cases`` or ``--algorithms``, the last run's outcomes and reports of the other combinations (so a
+    re-run of some keeps the table whole); without, nothing."""
+    if (wanted is None and algorithms is None) or not REPORTS_JSON.exists():
         return [], []
+
+    def rerun(entry: dict[str, Any]) -> bool:
+        return chosen(entry["case"], wanted) and (algorithms is None or entry["algorithm"] in algorithms)
+
     saved = json.loads(REPORTS_JSON.read_text())
-    outcomes = [Outcome(**o) for o in saved.get("outcomes", []) if not chosen(o["case"], wanted)]
-    reports = [r for r in saved.get("reports", []) if not chosen(r["case"], wanted)]
+    outcomes = [Outcome(**o) for o in saved.get("outcomes", []) if not rerun(o)]
+    reports = [r for r in saved.get("reports", []) if not rerun(r)]
     return outcomes, reports
 
 

@@ -2,14 +2,19 @@
 
 Trains the built-in shapes model (``builtin:shapes``, full fine-tuning) on ``builtin:shapes-geneval`` with the
 ``geneval`` reward alone (GenEval's presence, count, colour and position checks on the shape detector's objects,
-trainer/rewards/geneval.py) under Flow-GRPO and native, on the CPU, for each seed. It records every step's
-training reward and its sub-scores (the rollout's images, the SDE's), and every ``--eval-every`` steps a held-out
+trainer/rewards/geneval.py) on the CPU, under native, with the algorithm, guidance, learning rate, prompts and
+group size the command names (default: examples/shapes-demo.json's Flow-GRPO, 4 prompts x 4 samples). It records
+every step's training reward and its sub-scores (the rollout's images), the steps whose every prompt group had one
+reward for all its samples (no advantage anywhere: a gradient of 0), and every ``--eval-every`` steps a held-out
 evaluation: ODE samples (fixed seeds) of ``EVAL_PROMPTS`` held-out captions (``builtin:shapes-heldout``, never a
 training prompt), scored by the same reward from the PNGs the run writes.
 
-It writes ``bench/results/shapes-geneval.md`` (the command, the time, the spec, per-step table) and the curve
-``docs/images/shapes-geneval-curve.png`` (training reward per step, its 10-step running mean, the held-out
-evaluations, and GenEval's strict ``correct`` rate). A benchmark, not a test: it asserts nothing.
+Each run is kept in ``bench/results/shapes-geneval-runs.json`` under its configuration's label (a new run of one
+label replaces the old); ``bench/results/shapes-geneval.md`` (commands, times, tables) and the curve
+``docs/images/shapes-geneval-curve.png`` show every kept run. ``--tabulate`` writes them again without training;
+``--diagnose`` samples ``DIAGNOSED`` training captions from the base model (ODE, the demo's guidance) and tables what
+the shape detector reads against what each caption asks (shape, colour, place), the reward's room to teach.
+A benchmark, not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -33,30 +38,53 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image, ImageColor, ImageDraw  # noqa: E402
 
-from trainer.models.shapes_dataset import heldout_captions  # noqa: E402
+from trainer.models.shapes_dataset import heldout_captions, training_captions  # noqa: E402
 from trainer.rewards.geneval import geneval  # noqa: E402
 from trainer.run import METRICS_FILE, run  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "shapes-geneval.md"
+RUNS_FILE = REPO / "bench" / "results" / "shapes-geneval-runs.json"
+DIAGNOSIS_FILE = REPO / "bench" / "results" / "shapes-geneval-diagnosis.json"
+DIAGNOSED = 96  # training captions (every 15th) sampled from the base model for --diagnose
 CURVE = REPO / "docs" / "images" / "shapes-geneval-curve.png"
 EVAL_PROMPTS = 16  # held-out captions, every tenth of them (all sizes, colours, shapes and places among them)
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 SUBS = ("presence", "count", "color", "position", "correct")
 
 
-def geneval_spec(steps: int, seed: int, eval_every: int, learning_rate: float, group_size: int) -> dict[str, Any]:
-    """examples/shapes-demo.json with the geneval reward on builtin:shapes-geneval and held-out eval prompts."""
+def geneval_spec(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """examples/shapes-demo.json with the geneval reward on builtin:shapes-geneval, held-out eval prompts, and the
+    command's algorithm, guidance, learning rate and group size (an algorithm other than Flow-GRPO drops its SDE
+    level and clip range, taking its own defaults)."""
     spec = json.loads((REPO / "examples" / "shapes-demo.json").read_text())
     spec["name"] = "shapes-geneval"
-    spec["algorithm"] |= {"total_steps": steps, "learning_rate": learning_rate, "group_size": group_size}
+    algorithm = spec["algorithm"]
+    if args.algorithm != algorithm["name"]:
+        algorithm = {k: v for k, v in algorithm.items() if k not in ("noise_level", "clip_range")}
+    spec["algorithm"] = algorithm | {
+        "name": args.algorithm,
+        "total_steps": args.steps,
+        "learning_rate": args.learning_rate,
+        "group_size": args.group_size,
+        "prompts_per_step": args.prompts_per_step,
+        "cfg_scale": args.cfg_scale,
+    }
     spec["reward"] = [{"name": "geneval", "weight": 1.0}]
     spec["prompts"] = {
         "source": "builtin:shapes-geneval",
         "eval": heldout_captions()[:: len(heldout_captions()) // EVAL_PROMPTS][:EVAL_PROMPTS],
     }
-    spec["samples"] = {"every": eval_every, "count": 2}
+    spec["samples"] = {"every": args.eval_every, "count": 2}
     spec["seed"] = seed
     return spec
+
+
+def label_of(spec: dict[str, Any]) -> str:
+    algo = spec["algorithm"]
+    return (
+        f"{algo['name']}, cfg {algo['cfg_scale']:g}, lr {algo['learning_rate']:g}, "
+        f"{algo['prompts_per_step']} prompts x {algo['group_size']}"
+    )
 
 
 def held_out_scores(output: Path, spec: dict[str, Any]) -> dict[int, dict[str, float]]:
@@ -77,7 +105,8 @@ def held_out_scores(output: Path, spec: dict[str, Any]) -> dict[int, dict[str, f
     return dict(sorted(found.items()))
 
 
-def train(spec: dict[str, Any], scratch: Path) -> tuple[list[dict[str, float]], dict[int, dict[str, float]], float]:
+def train(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
+    """One run: its per-step figures (reward, sub-scores, tied groups), held-out evaluations and seconds."""
     folder = scratch / f"seed-{spec['seed']}"
     folder.mkdir()
     path = folder / "spec.json"
@@ -86,7 +115,11 @@ def train(spec: dict[str, Any], scratch: Path) -> tuple[list[dict[str, float]], 
     run(path, folder / "out", resume=False)
     seconds = time.perf_counter() - started
     metrics = [json.loads(line) for line in (folder / "out" / METRICS_FILE).read_text().splitlines()]
-    return metrics, held_out_scores(folder / "out", spec), seconds
+    keys = ["reward/geneval", *(f"reward/geneval/{name}" for name in SUBS)]
+    steps = [
+        {"step": m["step"], **{key: m[key] for key in keys}, "grad_zero": m.get("grad_norm") == 0.0} for m in metrics
+    ]
+    return {"steps": steps, "held_out": held_out_scores(folder / "out", spec), "seconds": seconds}
 
 
 def running_mean(values: list[float], width: int) -> list[float]:
@@ -94,12 +127,13 @@ def running_mean(values: list[float], width: int) -> list[float]:
 
 
 def plot(runs: list[dict[str, Any]]) -> None:
-    """Reward (share of checks passed) and GenEval's strict ``correct`` rate against the step, per seed: training
-    (10-step running mean, the raw steps faint) and held-out evaluations (dots); PIL only (no plotting library)."""
-    width, height, left, right, top, bottom = 1100, 560, 60, 300, 40, 50
+    """Reward (share of checks passed) and GenEval's strict ``correct`` rate against the step, per run: training
+    (10-step running means, the raw reward faint) and held-out evaluations (circles); PIL only (no plotting
+    library)."""
+    width, height, left, right, top, bottom = 1200, 560, 60, 420, 40, 50
     image = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(image)
-    last = max(m["step"] for one in runs for m in one["metrics"])
+    last = max(row["step"] for one in runs for row in one["steps"])
 
     def at(step: float, value: float) -> tuple[float, float]:
         return (left + step / last * (width - left - right), top + (1 - value) * (height - top - bottom))
@@ -113,110 +147,186 @@ def plot(runs: list[dict[str, Any]]) -> None:
     draw.text(((width - right) // 2 - 20, height - 22), "training step", fill="black")
     draw.text(
         (left, 10),
-        "builtin:shapes on builtin:shapes-geneval, geneval reward, Flow-GRPO native, CPU: reward (thick) and "
-        "GenEval's strict 'correct' rate (thin)",
+        "builtin:shapes on builtin:shapes-geneval, geneval reward, CPU: reward (thick) and GenEval's strict "
+        "'correct' rate (thin), 10-step running means; circles: held-out",
         fill="black",
     )
     legend = []
     for index, one in enumerate(runs):
         colour = COLOURS[index % len(COLOURS)]
-        steps = [m["step"] for m in one["metrics"]]
-        reward = [m["reward/geneval"] for m in one["metrics"]]
-        correct = [m["reward/geneval/correct"] for m in one["metrics"]]
-        faint = tuple(int(c + (255 - c) * 0.75) for c in ImageColor.getrgb(colour))
+        steps = [row["step"] for row in one["steps"]]
+        reward = [row["reward/geneval"] for row in one["steps"]]
+        correct = [row["reward/geneval/correct"] for row in one["steps"]]
+        faint = tuple(int(c + (255 - c) * 0.8) for c in ImageColor.getrgb(colour))
         draw.line([at(s, r) for s, r in zip(steps, reward, strict=True)], fill=faint, width=1)
         draw.line([at(s, r) for s, r in zip(steps, running_mean(reward, 10), strict=True)], fill=colour, width=3)
         draw.line([at(s, r) for s, r in zip(steps, running_mean(correct, 10), strict=True)], fill=colour, width=1)
         for step, values in one["held_out"].items():
             for value, radius in ((values["score"], 5), (values["correct"], 3)):
-                x, y = at(step, value)
+                x, y = at(float(step), value)
                 draw.ellipse([x - radius, y - radius, x + radius, y + radius], outline=colour, width=2)
-        legend += [
-            (colour, 3, f"seed {one['seed']}: training reward (10-step mean)"),
-            (colour, 1, f"seed {one['seed']}: training correct (10-step mean)"),
-            (colour, 0, f"seed {one['seed']}: held-out reward / correct (ODE)"),
-        ]
-    for row, (colour, line, label) in enumerate(legend):
+        legend.append((colour, f"{one['label']}, seed {one['seed']}"))
+    for row, (colour, label) in enumerate(legend):
         y = top + 10 + row * 20
-        if line:
-            draw.line([(width - right + 12, y + 6), (width - right + 36, y + 6)], fill=colour, width=line)
-        else:
-            draw.ellipse([width - right + 19, y + 1, width - right + 29, y + 11], outline=colour, width=2)
+        draw.line([(width - right + 12, y + 6), (width - right + 36, y + 6)], fill=colour, width=3)
         draw.text((width - right + 42, y), label, fill="black")
     CURVE.parent.mkdir(parents=True, exist_ok=True)
     image.save(CURVE)
 
 
-def window_mean(metrics: list[dict[str, float]], key: str, first: bool, width: int = 10) -> float:
-    values = [m[key] for m in metrics]
+def window_mean(rows: list[dict[str, Any]], key: str, first: bool, width: int = 10) -> float:
+    values = [row[key] for row in rows]
     return statistics.fmean(values[:width] if first else values[-width:])
 
 
-def markdown(runs: list[dict[str, Any]], command: str, spec: dict[str, Any], seconds: float) -> str:
+def markdown(runs: list[dict[str, Any]]) -> str:
     lines = [
         "# The shapes model learning GenEval-style composition (issue 31's acceptance)",
         "",
-        f"Command: `{command}` (bench/shapes_geneval.py), {seconds / 60:.1f} min in all on this host's CPU "
-        f"(2 cores shared with other sessions), one thread, `nice -n 10`.",
-        "",
-        "Spec (examples/shapes-demo.json with the geneval reward): "
-        f"`{json.dumps({k: spec[k] for k in ('model', 'algorithm', 'executor', 'reward')})}`; "
-        f"prompts `builtin:shapes-geneval`; held-out evaluation every {spec['samples']['every']} steps on "
-        f"{len(spec['prompts']['eval'])} `builtin:shapes-heldout` captions x {spec['samples']['count']} seeds (ODE).",
+        "`make bench-geneval` (bench/shapes_geneval.py): the shapes model (`builtin:shapes`, full fine-tuning) on "
+        "`builtin:shapes-geneval` with the `geneval` reward alone, under native, on this host's CPU (2 cores "
+        "shared with other sessions), one thread, `nice -n 10`. Held-out: ODE samples of "
+        f"{EVAL_PROMPTS} `builtin:shapes-heldout` captions x 2 seeds, re-scored from the run's PNGs.",
         "",
         "![reward curve](../../docs/images/shapes-geneval-curve.png)",
         "",
+        "## Runs",
+        "",
+        "| configuration | seed | command | minutes | steps | steps with no gradient (every group tied) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for one in runs:
+        tied = sum(row["grad_zero"] for row in one["steps"])
+        lines.append(
+            f"| {one['label']} | {one['seed']} | `{one['command']}` | {one['seconds'] / 60:.1f} | "
+            f"{len(one['steps'])} | {tied} |"
+        )
+    lines += [
+        "",
         "## First and last 10 steps (training reward, mean over the step's samples)",
         "",
-        "| seed | seconds | reward first 10 | reward last 10 | correct first 10 | correct last 10 | "
+        "| configuration | seed | reward first 10 | reward last 10 | correct first 10 | correct last 10 | "
         + " | ".join(f"{s} last 10" for s in SUBS[:-1])
         + " |",
         "|---|---|---|---|---|---|" + "---|" * (len(SUBS) - 1),
     ]
     for one in runs:
-        m = one["metrics"]
+        rows = one["steps"]
         lines.append(
-            f"| {one['seed']} | {one['seconds']:.0f} | {window_mean(m, 'reward/geneval', True):.3f} | "
-            f"{window_mean(m, 'reward/geneval', False):.3f} | {window_mean(m, 'reward/geneval/correct', True):.3f} | "
-            f"{window_mean(m, 'reward/geneval/correct', False):.3f} | "
-            + " | ".join(f"{window_mean(m, f'reward/geneval/{s}', False):.3f}" for s in SUBS[:-1])
+            f"| {one['label']} | {one['seed']} | {window_mean(rows, 'reward/geneval', True):.3f} | "
+            f"{window_mean(rows, 'reward/geneval', False):.3f} | "
+            f"{window_mean(rows, 'reward/geneval/correct', True):.3f} | "
+            f"{window_mean(rows, 'reward/geneval/correct', False):.3f} | "
+            + " | ".join(f"{window_mean(rows, f'reward/geneval/{s}', False):.3f}" for s in SUBS[:-1])
             + " |"
         )
     lines += ["", "## Held-out evaluations (ODE samples of held-out captions)", ""]
-    lines += ["| seed | step | score | " + " | ".join(SUBS) + " |", "|---|---|---|" + "---|" * len(SUBS)]
+    lines += ["| configuration | seed | step | score | " + " | ".join(SUBS) + " |"]
+    lines += ["|---|---|---|---|" + "---|" * len(SUBS)]
     for one in runs:
         for step, values in one["held_out"].items():
             subs = " | ".join(f"{values[s]:.3f}" for s in SUBS)
-            lines.append(f"| {one['seed']} | {step} | {values['score']:.3f} | {subs} |")
-    lines += ["", "## Every step (training reward)", ""]
-    lines += ["| step | " + " | ".join(f"seed {one['seed']}" for one in runs) + " |", "|---|" + "---|" * len(runs)]
-    for index in range(max(len(one["metrics"]) for one in runs)):
-        cells = [
-            f"{one['metrics'][index]['reward/geneval']:.3f}" if index < len(one["metrics"]) else "—" for one in runs
+            lines.append(f"| {one['label']} | {one['seed']} | {step} | {values['score']:.3f} | {subs} |")
+    if DIAGNOSIS_FILE.exists():
+        found = json.loads(DIAGNOSIS_FILE.read_text())
+        lines += [
+            "",
+            f"## What the detector reads on the base model's samples (`--diagnose`: {found['images']} training "
+            "captions, ODE, CFG 3)",
+            "",
+            f"Objects found: {found['objects']} in {found['images']} images; the largest object's colour is the "
+            f"caption's in {found['colour']}, its grid place in {found['place']}. Shape asked -> shape read:",
+            "",
+            "| asked -> read | images |",
+            "|---|---|",
+            *(f"| {pair} | {count} |" for pair, count in found["shapes"].items()),
         ]
-        lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+    lines += ["", "## Training reward, 10-step means", ""]
+    lines += ["| steps | " + " | ".join(f"{one['label']}, seed {one['seed']}" for one in runs) + " |"]
+    lines += ["|---|" + "---|" * len(runs)]
+    for start in range(0, max(len(one["steps"]) for one in runs), 10):
+        cells = [
+            f"{statistics.fmean(r['reward/geneval'] for r in one['steps'][start : start + 10]):.3f}"
+            if start < len(one["steps"])
+            else "—"
+            for one in runs
+        ]
+        lines.append(f"| {start + 1}-{start + 10} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def diagnose() -> dict[str, Any]:
+    """What the shape detector reads on the base model's ODE samples of training captions: the largest object's
+    shape against the caption's (counts), and how often its colour and grid place are the caption's."""
+    from trainer.job import TrainingJob
+    from trainer.rewards.shape_detector import detect_shapes
+    from trainer.rollout import sample_ode
+    from trainer.shapes_geneval_prompts import metadata_by_caption
+    from trainer.spec import parse_spec
+
+    spec = json.loads((REPO / "examples" / "shapes-demo.json").read_text()) | {"reward": [{"name": "geneval"}]}
+    job = TrainingJob.build(parse_spec(spec), "sharded")
+    captions = training_captions()[:: len(training_captions()) // DIAGNOSED][:DIAGNOSED]
+    shapes: dict[str, int] = {}
+    colour = place = objects = 0
+    for start in range(0, len(captions), 16):
+        batch = captions[start : start + 16]
+        cond, uncond = job.conditioning(batch), job.unconditional(batch)
+        for text, image in zip(
+            batch, sample_ode(job.denoiser, job.policy, cond, uncond, list(range(len(batch)))), strict=True
+        ):
+            asked = metadata_by_caption()[text]["include"][0]
+            found, _ = detect_shapes(image)
+            objects += len(found)
+            read = found[0].shape if found else "nothing"
+            shapes[f"{asked['class']} -> {read}"] = shapes.get(f"{asked['class']} -> {read}", 0) + 1
+            colour += bool(found) and found[0].color == asked["color"]
+            place += bool(found) and found[0].place == asked["position"][0]
+    return {
+        "images": len(captions),
+        "objects": objects,
+        "shapes": dict(sorted(shapes.items())),
+        "colour": colour,
+        "place": place,
+    }
+
+
+def kept_runs() -> list[dict[str, Any]]:
+    return json.loads(RUNS_FILE.read_text()) if RUNS_FILE.exists() else []
+
+
+def write(runs: list[dict[str, Any]]) -> None:
+    RUNS_FILE.write_text(json.dumps(runs, indent=1))
+    RESULTS.write_text(markdown(runs))
+    plot(runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=120)
-    parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--eval-every", type=int, default=20)
+    parser.add_argument("--algorithm", default="flow_grpo")
+    parser.add_argument("--cfg-scale", type=float, default=3.0)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--tabulate", action="store_true", help="write the table and curve from the kept runs")
+    parser.add_argument("--diagnose", action="store_true", help="table what the detector reads on base samples")
     args = parser.parse_args()
-    command = "python bench/shapes_geneval.py " + " ".join(sys.argv[1:])
-    started = time.perf_counter()
-    runs = []
+    if args.diagnose:
+        DIAGNOSIS_FILE.write_text(json.dumps(diagnose(), indent=1))
+    if args.tabulate or args.diagnose:
+        write(kept_runs())
+        return
+    command = " ".join(["python bench/shapes_geneval.py", *sys.argv[1:]])
     with tempfile.TemporaryDirectory(prefix="shapes-geneval-") as scratch:
         for seed in range(args.seeds):
-            spec = geneval_spec(args.steps, seed, args.eval_every, args.learning_rate, args.group_size)
-            metrics, held_out, seconds = train(spec, Path(scratch))
-            runs.append({"seed": seed, "metrics": metrics, "held_out": held_out, "seconds": seconds})
-            RESULTS.write_text(markdown(runs, command.strip(), spec, time.perf_counter() - started))
-            plot(runs)
-            print(f"seed {seed}: {seconds:.0f} s, held-out {held_out}", flush=True)
+            spec = geneval_spec(args, seed)
+            one = {"label": label_of(spec), "seed": seed, "command": command, **train(spec, Path(scratch))}
+            runs = [r for r in kept_runs() if (r["label"], r["seed"]) != (one["label"], seed)] + [one]
+            write(runs)  # the file read again: a run of another configuration may have finished meanwhile
+            print(f"{one['label']}, seed {seed}: {one['seconds']:.0f} s, held-out {one['held_out']}", flush=True)
 
 
 if __name__ == "__main__":
