@@ -127,7 +127,7 @@ def probe_command(spec: Path, output_dir: Path, executors: list[str] | None) -> 
     from trainer.probe.measure import probe
     from trainer.reporting.reporter import Reporter
 
-    report = probe(spec, executors)
+    report = probe(spec, executors, output_dir)
     if os.environ.get("RANK", "0") == "0":
         output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / PROBE_FILE).write_text(report.model_dump_json(indent=2))

@@ -9,6 +9,7 @@ from pathlib import Path
 from trainer.edit_prompt import EditPrompt
 from trainer.prompt_metadata import geneval_prompts
 from trainer.spec.dataset_format import format_of_file
+from trainer.spec.dataset_source import is_dataset_source
 from trainer.spec.edit_set import edit_set_file, edit_set_rows
 
 COLORS: dict[str, tuple[float, float, float]] = {
@@ -31,6 +32,11 @@ def builtin_colors() -> list[str]:
 
 
 def load_prompts(source: str) -> list[str]:
+    if is_dataset_source(source):
+        raise ValueError(
+            f"prompts.source: {source!r} is a platform dataset; a job fetches it into its folder before it starts "
+            "(trainer/dataset_fetch.py), so read the spec through with_local_datasets first"
+        )
     if source == "builtin:colors":
         return builtin_colors()
     if source in ("builtin:shapes", "builtin:shapes-geneval"):  # the latter's GenEval metadata: the geneval reward's

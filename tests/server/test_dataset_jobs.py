@@ -177,3 +177,8 @@ def test_an_evaluation_naming_a_dataset_the_team_does_not_have_is_refused(harnes
     assert response.json()["detail"] == [
         {"field": "prompts", "message": "version 2 of dataset 'captions' has no test split (train)"}
     ]
+
+
+def test_a_spec_read_without_fetching_its_dataset_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"'dataset:captions@1:train' is a platform dataset; a job fetches it"):
+        load_prompts("dataset:captions@1:train")

@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from trainer.audit import AuditSession, compare
 from trainer.bench import cost_shapes, optimizer_seconds, unit_costs
+from trainer.dataset_fetch import with_local_datasets
 from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.host_memory import keep_freed_memory
 from trainer.layout import layout_error, step_batch
@@ -203,9 +204,12 @@ def failure(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def probe(spec_path: Path, names: list[str] | None = None) -> ProbeReport:
-    """Probe ``names`` (default: every executor) on this rank; every rank returns the same report."""
+def probe(spec_path: Path, names: list[str] | None = None, output_dir: Path | None = None) -> ProbeReport:
+    """Probe ``names`` (default: every executor) on this rank; every rank returns the same report. A team dataset
+    the spec names is fetched into ``output_dir`` first, as a training run fetches it."""
     spec = load_spec(spec_path)
+    if output_dir is not None:
+        spec = with_local_datasets(spec, output_dir)
     asked = ["native", *[n for n in (names or list(EXECUTORS)) if n != "native"]]
     refused: dict[str, str] = {}
     for name in asked:
