@@ -15,6 +15,7 @@ from tests.executors.test_meta_device_step import META, OneDevicePerOp, meta_job
 from tests.trainer.conftest import read_metrics, write_spec
 from tests.trainer.test_edit_sets import kontext_spec
 from tests.trainer.test_exports import relative, trained
+from tests.trainer.test_families import algorithm_spec
 from tests.trainer.test_schedule import assert_same_grid
 from trainer.executors.registry import make_executor
 from trainer.layout import step_batch
@@ -144,6 +145,16 @@ def test_a_native_kontext_step_on_the_meta_device_mixes_no_devices(
         metrics = trainer.train_step(batch).metrics
     assert all(p.device == META for p in job.parameters)
     assert check.mixed == [] and metrics.keys() >= {"loss", "grad_norm"}
+
+
+def test_kontext_trains_a_diffusion_nft_step_on_an_edit_set(
+    tmp_path: Path, kontext_dir: Path, edit_set_dir: Path
+) -> None:
+    """Upstream's other algorithm on Kontext: the forward process re-noises each row's sample beside its image."""
+    spec = algorithm_spec("diffusion_nft", {"family": "flux_kontext", "path": str(kontext_dir)}, steps=1)
+    spec["prompts"] = {"source": str(edit_set_dir)}
+    run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
+    assert [m["grad_norm"] > 0 for m in read_metrics(tmp_path / "out")] == [True]
 
 
 def test_kontext_trains_two_flow_grpo_steps_on_an_edit_set(
