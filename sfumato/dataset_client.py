@@ -8,9 +8,10 @@ the jsonl's folder and sent with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -28,16 +29,18 @@ def _path(name: str) -> str:
 
 
 def edit_images(jsonl: Path) -> list[str]:
-    """The image paths an edit set's rows name, relative to the jsonl's folder, each once, in order (a malformed
-    row is refused here with its line and column, as the server would)."""
-    from trainer.spec.base import SpecError
-    from trainer.spec.edit_rows import edit_rows
-
-    try:
-        rows = edit_rows(jsonl.read_text(encoding="utf-8-sig"), str(jsonl))
-    except SpecError as exc:
-        raise SfumatoError(str(exc)) from None
-    return list(dict.fromkeys(row.image for row in rows))
+    """The image paths an edit set's rows name, each once, in order. Rows are only read here, not checked: the
+    server checks every row and refuses a malformed one with its line and column."""
+    images: list[str] = []
+    for line in jsonl.read_text(encoding="utf-8-sig").splitlines():
+        try:
+            row = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            continue
+        image = row.get("image") if isinstance(row, dict) else None
+        if isinstance(image, str) and image not in images:
+            images.append(image)
+    return images
 
 
 class DatasetCalls:
@@ -64,6 +67,8 @@ class DatasetCalls:
                         if image in sent:
                             continue
                         sent.add(image)
+                        if PurePosixPath(image).is_absolute() or ".." in PurePosixPath(image).parts:
+                            raise SfumatoError(f"{path}: the image {image!r} is not inside the jsonl's folder")
                         local = path.parent / image
                         if not local.is_file():
                             raise SfumatoError(f"{path}: the image {image!r} is not at {local}")

@@ -96,3 +96,11 @@ def test_a_malformed_row_is_refused_with_its_line_and_column(live: str, token: s
     (tmp_path / "train.txt").write_text('a sign "Open"\na sign with no text\n')
     code, output = cli(live, token, "upload", "signs", str(tmp_path / "train.txt"), "--format", "ocr")
     assert code == 1 and "line 2, column 20: no text in double quotes" in output
+
+
+def test_an_edit_image_outside_the_jsonls_folder_is_never_read(live: str, token: str, tmp_path: Path) -> None:
+    (tmp_path / "secret.png").write_bytes(png_bytes())
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "train.jsonl").write_text('{"prompt": "p", "image": "../secret.png"}\n')
+    code, output = cli(live, token, "upload", "escape", str(tmp_path / "set" / "train.jsonl"), "--format", "edit")
+    assert code == 1 and "the image '../secret.png' is not inside the jsonl's folder" in output
