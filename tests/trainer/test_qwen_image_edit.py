@@ -24,8 +24,8 @@ from trainer.executors.registry import EXECUTOR_CLASSES, make_executor
 from trainer.layout import step_batch
 from trainer.models.flux import pack, unpack
 from trainer.models.loading import load_family
-from trainer.models.qwen_image_edit import EDIT_TEMPLATE_TOKENS, QwenImageEditFamily
-from trainer.models.tiny_qwen_image_edit import EDIT_PROMPT_TEMPLATE, TINY_SIZE
+from trainer.models.qwen_image_edit import EDIT_TEMPLATE_TOKENS, PLUS_PIPELINE, QwenImageEditFamily
+from trainer.models.tiny_qwen_image_edit import EDIT_PROMPT_TEMPLATE, TINY_SIZE, build_tiny_qwen_image_edit
 from trainer.prompts import load_prompts
 from trainer.run import run
 from trainer.spec import ModelSpec, SpecError, parse_spec, spec_errors
@@ -270,3 +270,38 @@ def test_a_qwen_image_edit_lora_export_loads_into_its_pipeline_with_the_trained_
         theirs = family.forward(pipe.transformer, x, torch.tensor([0.7, 0.3]), cond)
         ours = family.forward(family.transformer, x, torch.tensor([0.7, 0.3]), cond)
     assert relative(theirs, ours) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def plus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model as a QwenImageEditPlusPipeline folder (Qwen-Image-Edit-2509/2511)."""
+    return build_tiny_qwen_image_edit(tmp_path_factory.mktemp("qwen-edit-plus") / "model", PLUS_PIPELINE)
+
+
+def test_a_plus_row_is_encoded_as_qwen_image_edit_plus_pipeline_encodes_it(
+    plus_dir: Path, rows: list[EditPrompt]
+) -> None:
+    """The Plus template announces the image as "Picture 1: " in the user's text, and its text encoder sees the
+    image at about 384 × 384 px (its aspect kept), the VAE at the job's size."""
+    import diffusers
+    from diffusers.pipelines.qwenimage.pipeline_qwenimage_edit_plus import CONDITION_IMAGE_SIZE, calculate_dimensions
+    from PIL import Image
+
+    family = QwenImageEditFamily(plus_dir, CPU, torch.float32, TINY_SIZE)
+    pipe = diffusers.QwenImageEditPlusPipeline(
+        scheduler=family.schedule.scheduler(), vae=family.vae, text_encoder=family.text_encoder,
+        tokenizer=family.tokenizer, processor=family.processor, transformer=family.transformer,
+    )  # fmt: skip
+    ours = family.encode_prompts(rows)
+    for row in range(2):
+        image = Image.open(rows[row].image).convert("RGB")
+        width, height = calculate_dimensions(CONDITION_IMAGE_SIZE, image.width / image.height)
+        seen = pipe.image_processor.resize(image, height, width)
+        theirs, _ = pipe.encode_prompt([str(rows[row])], image=[seen], device=CPU)
+        assert torch.equal(ours.hidden[row : row + 1], theirs) and (height, width) == (384, 384)
+
+
+def test_a_plus_folder_is_a_qwen_image_edit_checkpoint(plus_dir: Path) -> None:
+    with pytest.raises(ValidationError) as error:
+        parse_spec({"model": {"family": "qwen_image", "path": str(plus_dir)}})
+    assert "QwenImageEditPlusPipeline (qwen_image_edit)" in str(error.value)

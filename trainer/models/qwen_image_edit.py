@@ -19,11 +19,17 @@ row's image is resized to the job's resolution, one size for all (the pipeline's
 image), as Flow-Factory's Qwen-Image-Edit adapter resizes to one ``condition_image_size``
 (src/flow_factory/models/qwen_image/qwen_image_edit_plus.py). The encoded image travels in ``Conditioning.image``
 ([B, C, h, w], unpacked), so every executor's velocity call carries it.
+
+A QwenImageEditPlusPipeline folder (Qwen-Image-Edit-2509/2511, ``pipeline_qwenimage_edit_plus.py``) differs in its
+prompt only: the image announced as "Picture 1: " in the user's text, and the text encoder shown the image at about
+384 × 384 px at its own aspect ratio (the VAE still at the job's size).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -32,9 +38,10 @@ from trainer.edit_prompt import required_image
 from trainer.models.base import Conditioning
 from trainer.models.flux import pack, unpack
 from trainer.models.qwen_image import QwenImageFamily
-from trainer.models.tiny_qwen_image_edit import EDIT_PROMPT_TEMPLATE
+from trainer.models.tiny_qwen_image_edit import EDIT_PLUS_PROMPT_TEMPLATE, EDIT_PROMPT_TEMPLATE, PICTURE_PROMPT
 
-EDIT_TEMPLATE_TOKENS = 64  # QwenImageEditPipeline.prompt_template_encode_start_idx
+EDIT_TEMPLATE_TOKENS = 64  # QwenImageEditPipeline.prompt_template_encode_start_idx (the Plus pipeline's too)
+PLUS_PIPELINE = "QwenImageEditPlusPipeline"
 
 
 class QwenImageEditFamily(QwenImageFamily):
@@ -47,6 +54,8 @@ class QwenImageEditFamily(QwenImageFamily):
         from trainer.models.qwen_vl_processor import QwenImagesProcessor
 
         super().__init__(directory, device, dtype, resolution)
+        index = directory / "model_index.json"
+        self.plus = index.is_file() and json.loads(index.read_text()).get("_class_name") == PLUS_PIPELINE
         self.processor = QwenImagesProcessor.from_pretrained(directory / "processor")
         self.scale = 2 ** len(self.vae.config.temperal_downsample)  # the pipeline's vae_scale_factor
         self.image_processor = VaeImageProcessor(vae_scale_factor=self.scale * 2)  # the pipeline's
@@ -59,12 +68,25 @@ class QwenImageEditFamily(QwenImageFamily):
         pixels = (height * self.scale, width * self.scale)
         rows = [Image.open(required_image(p, "qwen_image_edit")).convert("RGB") for p in prompts]
         images = self.image_processor.resize(rows, *pixels)
-        inputs = self.processor(
-            text=[EDIT_PROMPT_TEMPLATE.format(p) for p in prompts], images=images, padding=True, return_tensors="pt"
-        )
+        if self.plus:
+            texts = [EDIT_PLUS_PROMPT_TEMPLATE.format(PICTURE_PROMPT + p) for p in prompts]
+            seen = [self.encoder_view(row) for row in rows]
+        else:
+            texts, seen = [EDIT_PROMPT_TEMPLATE.format(p) for p in prompts], images
+        inputs = self.processor(text=texts, images=seen, padding=True, return_tensors="pt")
         cond = self.encoded_past_template(inputs, EDIT_TEMPLATE_TOKENS)
         cond.image = self.encode_images(self.image_processor.preprocess(images, *pixels))
         return cond
+
+    def encoder_view(self, image: Any) -> Any:
+        """The Plus pipeline's image for its text encoder: about 384 × 384 px at its own aspect ratio."""
+        from diffusers.pipelines.qwenimage.pipeline_qwenimage_edit_plus import (
+            CONDITION_IMAGE_SIZE,
+            calculate_dimensions,
+        )
+
+        width, height = calculate_dimensions(CONDITION_IMAGE_SIZE, image.width / image.height)
+        return self.image_processor.resize(image, height, width)
 
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
         """Images in [-1, 1] as one-frame videos' normalised latents [B, C, h, w] (``_encode_vae_image``)."""

@@ -33,6 +33,10 @@ EDIT_PROMPT_TEMPLATE = (
     "appropriate.<|im_end|>\n<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>{}<|im_end|>\n"
     "<|im_start|>assistant\n"
 )
+# QwenImageEditPlusPipeline's (Qwen-Image-Edit-2509/2511, pipeline_qwenimage_edit_plus.py): the same system turn,
+# each image announced in the user's text instead.
+EDIT_PLUS_PROMPT_TEMPLATE = EDIT_PROMPT_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "")
+PICTURE_PROMPT = "Picture 1: <|vision_start|><|image_pad|><|vision_end|>"  # its img_prompt_template, one image
 TINY_SIZE = (32, 32)  # height, width: the spec's model.resolution for it
 MODEL_INDEX = {
     "_class_name": "QwenImageEditPipeline",
@@ -64,9 +68,10 @@ IMAGE_PROCESSOR_CONFIG = {
 }
 
 
-def build_tiny_qwen_image_edit(directory: Path) -> Path:
-    """Components from configs with the built-in seed, written with ``save_pretrained`` as a QwenImageEditPipeline
-    folder (its ``model_index.json`` names the pipeline, so the spec reads the family from it)."""
+def build_tiny_qwen_image_edit(directory: Path, pipeline: str = "QwenImageEditPipeline") -> Path:
+    """Components from configs with the built-in seed, written with ``save_pretrained`` as a folder of ``pipeline``
+    (QwenImageEditPipeline, or QwenImageEditPlusPipeline: the same components), named in its ``model_index.json``
+    (the spec reads the family from it, the family its prompt template)."""
     import torch
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageTransformer2DModel
     from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessorPil
@@ -75,7 +80,8 @@ def build_tiny_qwen_image_edit(directory: Path) -> Path:
     from trainer.models.qwen_vl_processor import QwenImagesProcessor
 
     torch.manual_seed(BUILD_SEED)
-    tokenizer = qwen_word_tokenizer(vocabulary(), EDIT_PROMPT_TEMPLATE, CHAT_TOKENS + list(VISION_TOKENS.values()))
+    templates = EDIT_PROMPT_TEMPLATE + PICTURE_PROMPT
+    tokenizer = qwen_word_tokenizer(vocabulary(), templates, CHAT_TOKENS + list(VISION_TOKENS.values()))
     token_ids = {field: tokenizer.convert_tokens_to_ids(token) for field, token in VISION_TOKENS.items()}
     QwenImageTransformer2DModel(**TRANSFORMER_CONFIG).save_pretrained(directory / "transformer")
     AutoencoderKLQwenImage(**EDIT_VAE_CONFIG).save_pretrained(directory / "vae")
@@ -85,5 +91,5 @@ def build_tiny_qwen_image_edit(directory: Path) -> Path:
     tokenizer.save_pretrained(directory / "tokenizer")
     image_processor = Qwen2VLImageProcessorPil(**IMAGE_PROCESSOR_CONFIG)
     QwenImagesProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(directory / "processor")
-    (directory / "model_index.json").write_text(json.dumps(MODEL_INDEX, indent=2))
+    (directory / "model_index.json").write_text(json.dumps(MODEL_INDEX | {"_class_name": pipeline}, indent=2))
     return directory

@@ -83,6 +83,7 @@ PIPELINE_FAMILIES = {
     "WanImageToVideoPipeline": "wan_i2v",
     "QwenImagePipeline": "qwen_image",
     "QwenImageEditPipeline": "qwen_image_edit",
+    "QwenImageEditPlusPipeline": "qwen_image_edit",  # Qwen-Image-Edit-2509 and -2511
 }
 
 
