@@ -191,7 +191,11 @@ def _commit(
     if dataset is None:
         dataset = Dataset(team_id=team_id, name=upload.name, format=upload.format, created_by=caller.user_id)
         session.add(dataset)
-        session.flush()
+        try:
+            session.flush()
+        except IntegrityError:  # the same name's first version uploaded at the same moment
+            session.rollback()
+            raise Conflict(f"dataset {upload.name!r} was made meanwhile; upload again for its next version") from None
     latest = session.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == dataset.id))
     number = (latest or 0) + 1
     preview = splits[0].preview[:PREVIEW_ROWS]
