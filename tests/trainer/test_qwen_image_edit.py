@@ -305,3 +305,15 @@ def test_a_plus_folder_is_a_qwen_image_edit_checkpoint(plus_dir: Path) -> None:
     with pytest.raises(ValidationError) as error:
         parse_spec({"model": {"family": "qwen_image", "path": str(plus_dir)}})
     assert "QwenImageEditPlusPipeline (qwen_image_edit)" in str(error.value)
+
+
+def test_diffusion_nft_the_forward_process_algorithm_upstream_trains_on_it_takes_a_step_on_an_edit_set(
+    tmp_path: Path, qwen_edit_dir: Path, edit_set_dir: Path
+) -> None:
+    """Its clean samples re-noised and scored with each row's image beside them."""
+    model = {"family": "qwen_image_edit", "path": str(qwen_edit_dir), "resolution": list(TINY_SIZE)}
+    spec = algorithm_spec("diffusion_nft", model, steps=1)
+    spec["prompts"] = {"source": str(edit_set_dir)}
+    run(write_spec(tmp_path / "spec.json", spec), tmp_path / "out", resume=False)
+    (metrics,) = read_metrics(tmp_path / "out")
+    assert metrics["grad_norm"] > 0
