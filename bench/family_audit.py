@@ -279,7 +279,10 @@ def number(value: Any) -> str:
     return str(value)
 
 
-def markdown(outcomes: list[Outcome], command: str, seconds: float, missing: dict[str, str]) -> str:
+def markdown(outcomes: list[Outcome], command: str, seconds: float, missing: dict[str, str], kept: int) -> str:
+    cases = list(dict.fromkeys(o.case for o in outcomes))
+    order = list(ALGORITHM_CLASSES)
+    outcomes = sorted(outcomes, key=lambda o: (cases.index(o.case), order.index(o.algorithm)))  # stable: executors
     audited = [o for o in outcomes if o.verdict not in ("refused", "error")]
     refused = [o for o in outcomes if o.verdict == "refused"]
     errors = [o for o in outcomes if o.verdict == "error"]
@@ -289,7 +292,8 @@ def markdown(outcomes: list[Outcome], command: str, seconds: float, missing: dic
     lines = [
         "# The executors' audit over every family x algorithm x executor",
         "",
-        f"Command: `{command}` (bench/family_audit.py), {seconds / 60:.1f} min on this host's CPU, one thread.",
+        f"Command: `{command}` (bench/family_audit.py), {seconds / 60:.1f} min on this host's CPU, one thread"
+        + (f"; {kept} rows of other combinations kept from the run before (family-audit.json)." if kept else "."),
         "Each family's tiny model; the spec of tests/executors/test_family_audit.py (full fine-tuning, T = 4, "
         "2 prompts x 2 samples, one step, fp32); every executor's first-update gradient against native's on one "
         "replayed trajectory (trainer/audit.py, docs/executors.md §4). E0: bitwise equal to native; E1: relative "
@@ -346,6 +350,7 @@ def main() -> None:
     command = "python bench/family_audit.py " + " ".join(sys.argv[1:])
     started = time.perf_counter()
     outcomes, reports = kept_from_before(wanted, args.algorithms.split(",") if args.algorithms else None)
+    kept = len(outcomes)
     with tempfile.TemporaryDirectory(prefix="family-audit-") as scratch:
         work, home = Path(scratch), Path(scratch) / "home"
         os.environ["SFUMATO_HOME"] = str(home)
@@ -361,7 +366,8 @@ def main() -> None:
                 for o in done:
                     print(f"{o.case:26} {o.algorithm:15} {o.executor:15} {o.verdict:8} {o.reason[:100]}", flush=True)
                 RESULTS.mkdir(parents=True, exist_ok=True)
-                REPORT.write_text(markdown(outcomes, command.strip(), time.perf_counter() - started, missing))
+                seconds = time.perf_counter() - started
+                REPORT.write_text(markdown(outcomes, command.strip(), seconds, missing, kept))
                 saved = {"outcomes": [asdict(o) for o in outcomes], "reports": reports}
                 REPORTS_JSON.write_text(json.dumps(saved, indent=1, default=str))
 
