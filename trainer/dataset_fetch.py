@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from trainer.prompt_metadata import geneval_prompts
 from trainer.spec import JobSpec
 from trainer.spec.dataset_format import DATASET_FORMATS, dataset_prompts, format_of_file, split_file
 from trainer.spec.dataset_source import is_dataset_source, parse_dataset_source
@@ -34,8 +35,12 @@ def with_local_datasets(spec: JobSpec, output_dir: Path) -> JobSpec:
         updates["source"] = str(local.parent if edit_train else local)
     if prompts.eval_source is not None:
         local = local_split(prompts.eval_source, output_dir)
-        text = local.read_text(encoding="utf-8-sig")
-        updates["eval"] = dataset_prompts(format_of_file(local.name), text, "prompts.eval_source")[:MAX_EVAL_PROMPTS]
+        format = format_of_file(local.name)
+        if format == "geneval":  # its rows go to the geneval reward, as a GenEval prompts.source's do
+            evaluated = geneval_prompts(local, "prompts.eval_source")
+        else:
+            evaluated = dataset_prompts(format, local.read_text(encoding="utf-8-sig"), "prompts.eval_source")
+        updates["eval"] = evaluated[:MAX_EVAL_PROMPTS]
         updates["eval_source"] = None
     if not updates:
         return spec

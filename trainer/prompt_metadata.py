@@ -28,9 +28,9 @@ def metadata_of(prompt: str) -> dict[str, Any] | None:
     return _LOADED.get(prompt) or metadata_by_caption().get(prompt)
 
 
-def geneval_prompts(path: Path) -> list[str]:
+def geneval_prompts(path: Path, field: str = "prompts.source") -> list[str]:
     """The prompts of a local GenEval metadata file, their rows kept for the reward; a malformed row is a SpecError
-    naming ``prompts.source`` with its line and column."""
-    rows = geneval_rows(path.read_text(), "prompts.source")
+    naming ``field`` with its line and column."""
+    rows = geneval_rows(path.read_text(encoding="utf-8-sig"), field)
     remember(rows)
     return [row["prompt"] for row in rows]

@@ -235,3 +235,19 @@ def test_an_evaluation_job_scores_with_the_configured_detector(
     report = json.loads((tmp_path / "out" / REPORT_NAME).read_text())
     (scores,) = [entry["scores"] for entry in report["rewards"] if entry["name"] == "geneval"]
     assert len(scores) == 2 and all(score in (pytest.approx(0.8), 1.0) for score in scores)
+
+
+def test_the_eval_split_of_a_fetched_geneval_dataset_gives_the_reward_its_rows(tmp_path: Path) -> None:
+    """The job reads its eval prompts from the fetched split (as trainer/dataset_fetch.py leaves it in the job's
+    folder); their rows reach the reward as a GenEval prompts.source's do."""
+    from trainer.dataset_fetch import with_local_datasets
+    from trainer.prompt_metadata import metadata_of
+
+    folder = tmp_path / "datasets" / "composition@1"
+    folder.mkdir(parents=True)
+    row = {**DOG, "prompt": "a photo of a held-out dog"}
+    (folder / "test_metadata.jsonl").write_text(json.dumps(row) + "\n")
+    prompts = {"source": "builtin:colors", "eval_source": "dataset:composition@1:test"}
+    local = with_local_datasets(parse_spec(tiny_spec(prompts=prompts)), tmp_path)
+    assert local.prompts.eval == [row["prompt"]]
+    assert metadata_of(row["prompt"]) == {**row, "exclude": []}
