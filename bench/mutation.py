@@ -101,6 +101,7 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_native_step.py",
         "tests/executors/test_retain_backward_rows.py",
         "tests/executors/test_reweight_group_std.py",
+        "tests/executors/test_meta_device_step.py",  # a row index built off the job's device mixes devices
     ],
     "trainer/executors/step_report.py": [
         "tests/executors/test_native_step.py",
