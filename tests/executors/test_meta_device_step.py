@@ -109,8 +109,19 @@ def spec_for(executor: dict[str, Any], algorithm: dict[str, Any]) -> JobSpec:
     return parse_spec(audit_spec(executor=executor, algorithm={"prompts_per_step": 2, "group_size": 2, **algorithm}))
 
 
+STEPS_CHECKED: dict[str, tuple[OneDevicePerOp, dict[str, float]]] = {}
+
+
 def checked_step(spec: JobSpec) -> tuple[OneDevicePerOp, dict[str, float]]:
-    """One training step of the spec's executor on the meta device, under the check."""
+    """One training step of the spec's executor on the meta device, under the check; a spec checked earlier in
+    this module (the whole step at T = 4 is also the host-read test's shorter step) is not run again."""
+    key = spec.model_dump_json()
+    if key not in STEPS_CHECKED:
+        STEPS_CHECKED[key] = unchecked_step(spec)
+    return STEPS_CHECKED[key]
+
+
+def unchecked_step(spec: JobSpec) -> tuple[OneDevicePerOp, dict[str, float]]:
     job = meta_job(spec, EXECUTOR_CLASSES[spec.executor.name].layout)
     trainer = make_executor(spec.executor, job)
     algo = spec.algorithm
@@ -135,13 +146,13 @@ def test_a_whole_training_step_on_the_meta_device_mixes_no_devices(
 
 
 @pytest.mark.parametrize("executor", list(EXECUTORS.values()), ids=list(EXECUTORS))
-def test_no_host_read_happens_per_timestep_the_step_reads_as_often_at_t_4_as_at_t_6(
+def test_no_host_read_happens_per_timestep_the_step_reads_as_often_at_t_4_as_at_t_5(
     sfumato_home: Path, tiny_model_dir: Path, executor: dict[str, Any]
 ) -> None:
-    """Flow-GRPO with a KL at T = 4 (K = 3) and T = 6 (K = 5): a read inside the rollout's or the trained steps'
-    loop would be made more often at T = 6."""
+    """Flow-GRPO with a KL at T = 4 (K = 3) and T = 5 (K = 4): a read inside the rollout's or the trained steps'
+    loop would be made more often at T = 5."""
     short, _ = checked_step(spec_for(executor, {**ALGORITHMS["flow_grpo+kl"], "sampling_steps": 4}))
-    long, _ = checked_step(spec_for(executor, {**ALGORITHMS["flow_grpo+kl"], "sampling_steps": 6}))
+    long, _ = checked_step(spec_for(executor, {**ALGORITHMS["flow_grpo+kl"], "sampling_steps": 5}))
     assert sorted(long.host_reads) == sorted(short.host_reads)
 
 
