@@ -1,7 +1,8 @@
 """A spec's `dataset:<name>[@<version>][:<split>]` resolved in the job's team at submit, and pinned: the stored
 spec names the version the job runs on (`dataset:captions@3:train`), so a retry or a later reader sees the same
 rows whatever is uploaded since. An unknown name, version or split is a 422 naming the spec field. Evaluations
-take a dataset's prompts too: read from the version's tar and carried in the task, as an uploaded file's are."""
+take a dataset's prompts too: read from the version's tar and carried in the task, as an uploaded file's are (a
+GenEval set's metadata rows the task fetches with its job token, by the pinned reference)."""
 
 from __future__ import annotations
 
@@ -71,8 +72,9 @@ def _check_family(family: str, dataset: Dataset) -> None:
 
 def stored_prompts(
     session: Session, settings: Settings, team_id: int, value: str, field: str, max_prompts: int
-) -> tuple[str, list[str]]:
-    """(the pinned reference, the prompts of its split) for an evaluation, read from the stored tar."""
+) -> tuple[str, str, list[str]]:
+    """(the pinned reference, the dataset's format, the prompts of its split) for an evaluation, read from the
+    stored tar."""
     source, dataset, version = resolve(session, team_id, value, field)
     if dataset.format == "edit":
         raise FieldErrors.one(field, "an evaluation samples text prompts; an edit set's rows need their images")
@@ -87,7 +89,7 @@ def stored_prompts(
         raise FieldErrors.one(field, exc.message) from None
     if len(prompts) > max_prompts:
         raise FieldErrors.one(field, f"{len(prompts)} prompts, over the limit of {max_prompts} an evaluation carries")
-    return source.pinned(version.version), prompts
+    return source.pinned(version.version), dataset.format, prompts
 
 
 class _ChunkReader(io.RawIOBase):

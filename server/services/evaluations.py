@@ -4,12 +4,13 @@ resolved as a training job's are; and the scores its trainer reports, stored wit
 
 Everything is checked before the first job is queued: the prompt set (a built-in, or a file within the platform's
 limits, else 422 naming the line), the rewards (422 naming `rewards.<i>...`) and the checkpoints (422 naming
-`step`).
+`step`). The geneval reward checks each prompt against its GenEval metadata row: a prompt set that has none (a text
+file or dataset, the colour or OCR set) is refused with it (422 naming the prompt set's field), not scored 0.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,24 +32,34 @@ from server.states import JobKind
 from trainer.spec import SpecError
 from trainer.spec.dataset_source import is_dataset_source
 from trainer.spec.edit_set import text_prompts_problem
-from trainer.spec.eval_task import EVAL_PROMPT_SETS, EvalTask, EvaluationReport
+from trainer.spec.eval_task import EVAL_PROMPT_SETS, GENEVAL_METADATA_SETS, EvalTask, EvaluationReport
+from trainer.spec.geneval_options import GENEVAL
 from trainer.spec.prompt_file import parse_prompt_file
 
 
-def prompt_set(
-    session: Session, body: EvaluationRequest, settings: Settings, team_id: int | None
-) -> tuple[str, list[str]]:
-    """(the set's name, the file's or the team dataset's prompts; none for a built-in set)."""
+class PromptSet(NamedTuple):
+    """The set's name (a team dataset's pinned reference), the file's or the dataset's prompts (none for a built-in
+    set), and whether each prompt has a GenEval metadata row for the geneval reward."""
+
+    name: str
+    prompts: list[str]
+    geneval_rows: bool
+
+
+def prompt_set(session: Session, body: EvaluationRequest, settings: Settings, team_id: int | None) -> PromptSet:
+    """The prompt set asked for, checked."""
     if (body.prompts is None) == (body.prompt_file is None):
         raise FieldErrors.one("prompts", f"give a built-in set ({', '.join(EVAL_PROMPT_SETS)}) or a prompt_file")
     if body.prompts is not None and is_dataset_source(body.prompts) and team_id is not None:
-        return stored_prompts(session, settings, team_id, body.prompts, "prompts", settings.max_eval_prompts)
+        limit = settings.max_eval_prompts
+        pinned, format, prompts = stored_prompts(session, settings, team_id, body.prompts, "prompts", limit)
+        return PromptSet(pinned, prompts, format == "geneval")
     if body.prompts is not None:
         if body.prompts not in EVAL_PROMPT_SETS:
             raise FieldErrors.one(
                 "prompts", f"{body.prompts!r} is no built-in set; allowed: {', '.join(EVAL_PROMPT_SETS)}"
             )
-        return body.prompts, []
+        return PromptSet(body.prompts, [], body.prompts in GENEVAL_METADATA_SETS)
     assert body.prompt_file is not None
     size = len(body.prompt_file.content.encode())
     if size > settings.max_eval_prompt_bytes:
@@ -58,7 +69,19 @@ def prompt_set(
         prompts = parse_prompt_file(body.prompt_file.name, body.prompt_file.content, settings.max_eval_prompts)
     except SpecError as exc:
         raise FieldErrors.one(exc.field, exc.message) from exc
-    return body.prompt_file.name, prompts
+    return PromptSet(body.prompt_file.name, prompts, False)
+
+
+def _check_geneval_rows(body: EvaluationRequest, chosen: PromptSet) -> None:
+    """The geneval reward on a set without GenEval metadata would score every sample 0: a 422 naming the set."""
+    if chosen.geneval_rows or not any(reward.get("name") == GENEVAL for reward in body.rewards):
+        return
+    field = "prompts" if body.prompt_file is None else "prompt_file"
+    message = (
+        f"the {GENEVAL} reward checks each prompt against its GenEval metadata row, and {chosen.name!r} has none: "
+        f"choose a team dataset of format geneval or a shapes set ({', '.join(GENEVAL_METADATA_SETS)})"
+    )
+    raise FieldErrors.one(field, message)
 
 
 def _checkpoints(session: Session, job: Job, body: EvaluationRequest) -> list[Artifact | None]:
@@ -103,8 +126,8 @@ def request_evaluations(
     job = get_visible_job(session, caller, job_id)
     if job.kind != JobKind.TRAIN:
         raise FieldErrors.one("job_id", f"job {job.id} is a {job.kind} job; only a training job is evaluated")
-    name_of_set, prompts = prompt_set(session, body, settings, job.team_id)
-    return _queue(session, caller, settings, job, _checkpoints(session, job, body), body, name_of_set, prompts)
+    chosen = prompt_set(session, body, settings, job.team_id)
+    return _queue(session, caller, settings, job, _checkpoints(session, job, body), body, chosen)
 
 
 def request_version_evaluation(
@@ -116,8 +139,7 @@ def request_version_evaluation(
         raise FieldErrors.one("step", "a model version is one checkpoint: give no step, all_checkpoints or base_model")
     artifact = version_checkpoint(session, caller, name, number, team)
     job = session.get_one(Job, artifact.job_id)
-    name_of_set, prompts = prompt_set(session, body, settings, job.team_id)
-    return _queue(session, caller, settings, job, [artifact], body, name_of_set, prompts)
+    return _queue(session, caller, settings, job, [artifact], body, prompt_set(session, body, settings, job.team_id))
 
 
 def version_checkpoint(session: Session, caller: Caller, name: str, number: int, team: str | None) -> Artifact:
@@ -137,11 +159,13 @@ def version_checkpoint(session: Session, caller: Caller, name: str, number: int,
 
 def _queue(
     session: Session, caller: Caller, settings: Settings, job: Job, targets: list[Artifact | None],
-    body: EvaluationRequest, name_of_set: str, prompts: list[str],
+    body: EvaluationRequest, chosen: PromptSet,
 ) -> EvaluationsQueued:  # fmt: skip
     problem = text_prompts_problem(job.model_family, "an evaluation")
     if problem:
         raise FieldErrors.one("prompts", problem)
+    _check_geneval_rows(body, chosen)
+    name_of_set = chosen.name
     team = job.team.name if job.team is not None else None
     queued: list[JobDetail] = []
     for artifact in targets:
@@ -149,7 +173,9 @@ def _queue(
         name = f"eval {name_of_set} of {job.name} at {where}"
         spec = _eval_spec(job, name, body.rewards, settings)
         source = None if artifact is None else checkpoint_source(artifact)
-        task = EvalTask(source=source, prompt_set=name_of_set, prompts=prompts, seeds_per_prompt=body.seeds_per_prompt)
+        task = EvalTask(
+            source=source, prompt_set=name_of_set, prompts=chosen.prompts, seeds_per_prompt=body.seeds_per_prompt
+        )
         detail = submit_job(
             session, caller, spec, settings, team, kind=JobKind.EVAL, task=task.model_dump(mode="json"),
             source_artifact_id=None if artifact is None else artifact.id,

@@ -251,3 +251,17 @@ def test_the_eval_split_of_a_fetched_geneval_dataset_gives_the_reward_its_rows(t
     local = with_local_datasets(parse_spec(tiny_spec(prompts=prompts)), tmp_path)
     assert local.prompts.eval == [row["prompt"]]
     assert metadata_of(row["prompt"]) == {**row, "exclude": []}
+
+
+def test_an_evaluation_of_a_prompt_without_a_metadata_row_is_a_spec_error_not_a_zero(
+    tmp_path: Path, sfumato_home: Path
+) -> None:
+    from trainer.__main__ import main
+    from trainer.spec.exit_codes import SPEC_ERROR_EXIT_CODE
+
+    task = {"kind": "eval", "prompt_set": "eval.txt", "prompts": ["a photo of an unlisted cat"]}
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    spec = write_spec(tmp_path / "spec.json", tiny_spec(reward=[{"name": "geneval"}]))
+    argv = ["task", "--spec", str(spec), "--task", str(tmp_path / "task.json"), "--output-dir", str(tmp_path / "out")]
+    assert main(argv) == SPEC_ERROR_EXIT_CODE
+    assert not (tmp_path / "out" / "evaluation.json").exists()

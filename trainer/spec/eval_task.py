@@ -18,20 +18,27 @@ from trainer.spec.checkpoint_source import CheckpointSource
 
 HELDOUT_SHAPES = "builtin:shapes-heldout"
 EVAL_PROMPT_SETS = (*BUILTIN_PROMPT_SOURCES, HELDOUT_SHAPES)
+# The built-in sets whose every prompt has a GenEval metadata row for the geneval reward: shapes captions
+# (trainer/shapes_geneval_prompts.py). A team dataset of format geneval gives its own rows.
+GENEVAL_METADATA_SETS = ("builtin:shapes", "builtin:shapes-geneval", HELDOUT_SHAPES)
 MAX_EVAL_PROMPTS = 4096  # the most an evaluation task may carry, whatever the platform's own limit
 MAX_PROMPT_CHARS = 1000
 MAX_EVAL_REWARDS = 8
 
 
 class EvalTask(BaseModel):
-    """Score `prompts` (a file's, carried in the task) or the built-in `prompt_set` with each reward of the task
-    job's spec (`reward`: the platform checks and resolves them as it does a training job's)."""
+    """Score `prompts` (a file's or a team dataset's, carried in the task) or the built-in `prompt_set` with each
+    reward of the task job's spec (`reward`: the platform checks and resolves them as it does a training job's). A
+    dataset's `prompt_set` is its pinned reference (`dataset:<name>@<v>:<split>`): under the geneval reward the task
+    fetches that version for its GenEval metadata rows, as a training job fetches its prompt set."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["eval"] = "eval"
     source: CheckpointSource | None = Field(None, description="the checkpoint; none: the spec's model as it is")
-    prompt_set: str = Field(min_length=1, max_length=200, description="a built-in set, or the uploaded file's name")
+    prompt_set: str = Field(
+        min_length=1, max_length=200, description="a built-in set, the uploaded file's name, or the pinned dataset"
+    )
     prompts: list[str] = Field(default_factory=list, max_length=MAX_EVAL_PROMPTS)
     seeds_per_prompt: int = Field(1, ge=1, le=16)
     batch_size: int = Field(16, ge=1, le=256, description="images sampled at once")
