@@ -12,7 +12,7 @@ from tests.executors.conftest import audit_spec
 from tests.executors.session_step import SessionStep, session_step
 from trainer.audit import AuditSession
 from trainer.executors.lean_retain import LeanRetainExecutor
-from trainer.spec import LeanRetainOptions, parse_spec
+from trainer.spec import LeanRetainOptions, parse_spec, retained_graph_bound
 
 ALGORITHM = {"sampling_steps": 4, "prompts_per_step": 1, "group_size": 2}
 
@@ -42,3 +42,12 @@ def test_lean_retain_reports_a_kept_graph_per_local_sample_and_trained_step(sess
 def test_lean_retain_counts_no_gradient_synchronisation_on_one_process(session: AuditSession) -> None:
     """executor/sync_count: one per update on several ranks (tests/executors/test_training.py), none on one."""
     assert retain_step(session).metrics["executor/sync_count"] == 0
+
+
+@pytest.mark.parametrize(("over", "falls_back"), [(0, False), (1, True)], ids=["at the limit", "one over"])
+def test_the_memory_guard_s_schedule_runs_only_when_the_graphs_exceed_max_retained_graphs(
+    session: AuditSession, over: int, falls_back: bool
+) -> None:
+    limit = retained_graph_bound(session.job.spec) - over
+    options = LeanRetainOptions(max_retained_graphs=limit, on_memory_guard="native")
+    assert (LeanRetainExecutor(session.job, options).fallback is not None) == falls_back
