@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image, ImageColor, ImageDraw  # noqa: E402
 
-from trainer.models.shapes_dataset import heldout_captions, training_captions  # noqa: E402
+from trainer.models.shapes_dataset import SHAPES, heldout_captions, training_captions  # noqa: E402
 from trainer.rewards.geneval import geneval  # noqa: E402
 from trainer.run import METRICS_FILE, run  # noqa: E402
 
@@ -48,14 +48,26 @@ DIAGNOSIS_FILE = REPO / "bench" / "results" / "shapes-geneval-diagnosis.json"
 DIAGNOSED = 96  # training captions (every 15th) sampled from the base model for --diagnose
 CURVE = REPO / "docs" / "images" / "shapes-geneval-curve.png"
 EVAL_PROMPTS = 16  # held-out captions, every tenth of them (all sizes, colours, shapes and places among them)
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SUBS = ("presence", "count", "color", "position", "correct")
 
 
-def geneval_spec(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    """examples/shapes-demo.json with the geneval reward on builtin:shapes-geneval, held-out eval prompts, and the
-    command's algorithm, guidance, learning rate and group size (an algorithm other than Flow-GRPO drops its SDE
-    level and clip range, taking its own defaults)."""
+def prompt_file(shapes: tuple[str, ...], scratch: Path) -> str:
+    """``builtin:shapes-geneval``, or, when the command names some of the shapes, a text file of the training
+    captions asking for those (the reward knows every shapes caption's GenEval row either way): a circle caption's
+    group is almost always tied on this model, so its samples teach nothing."""
+    if set(shapes) == set(SHAPES):
+        return "builtin:shapes-geneval"
+    path = scratch / "prompts.txt"
+    path.write_text("\n".join(text for text in training_captions() if text.split()[3] in shapes) + "\n")
+    return str(path)
+
+
+def geneval_spec(args: argparse.Namespace, seed: int, scratch: Path) -> dict[str, Any]:
+    """examples/shapes-demo.json with the geneval reward on builtin:shapes-geneval (or the captions of the shapes
+    the command names), held-out eval prompts, and the command's algorithm, guidance, learning rate, group size,
+    SDE noise level and KL β (an algorithm other than Flow-GRPO drops the level and clip range, taking its own
+    defaults)."""
     spec = json.loads((REPO / "examples" / "shapes-demo.json").read_text())
     spec["name"] = "shapes-geneval"
     algorithm = spec["algorithm"]
@@ -69,9 +81,13 @@ def geneval_spec(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         "prompts_per_step": args.prompts_per_step,
         "cfg_scale": args.cfg_scale,
     }
+    if args.algorithm == "flow_grpo" and args.noise_level is not None:
+        spec["algorithm"]["noise_level"] = args.noise_level
+    if args.kl_beta is not None:
+        spec["algorithm"]["kl_beta"] = args.kl_beta
     spec["reward"] = [{"name": "geneval", "weight": 1.0}]
     spec["prompts"] = {
-        "source": "builtin:shapes-geneval",
+        "source": prompt_file(args.shapes, scratch),
         "eval": heldout_captions()[:: len(heldout_captions()) // EVAL_PROMPTS][:EVAL_PROMPTS],
     }
     spec["samples"] = {"every": args.eval_every, "count": 2}
@@ -81,9 +97,15 @@ def geneval_spec(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 
 def label_of(spec: dict[str, Any]) -> str:
     algo = spec["algorithm"]
+    level = f", noise {algo['noise_level']:g}" if "noise_level" in algo and algo["noise_level"] != 0.7 else ""
+    source = spec["prompts"]["source"]
+    lines = [] if source.startswith("builtin:") else Path(source).read_text().splitlines()
+    asked = {line.split()[3] for line in lines}
+    subset = f", {'+'.join(sorted(asked))} only" if asked else ""
+    kl = f", kl {algo['kl_beta']:g}" if algo.get("kl_beta") else ""
     return (
         f"{algo['name']}, cfg {algo['cfg_scale']:g}, lr {algo['learning_rate']:g}, "
-        f"{algo['prompts_per_step']} prompts x {algo['group_size']}"
+        f"{algo['prompts_per_step']} prompts x {algo['group_size']}{level}{kl}{subset}"
     )
 
 
@@ -241,6 +263,16 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             "|---|---|",
             *(f"| {pair} | {count} |" for pair, count in found["shapes"].items()),
         ]
+        if "vae" in found:
+            lines += [
+                "",
+                f"The shapes VAE's encode-decode of {sum(found['vae'].values())} of the dataset's own images "
+                "(the best any policy over its latents can draw), read by the same detector:",
+                "",
+                "| asked -> read | images |",
+                "|---|---|",
+                *(f"| {pair} | {count} |" for pair, count in found["vae"].items()),
+            ]
     lines += ["", "## Training reward, 10-step means", ""]
     lines += ["| steps | " + " | ".join(f"{one['label']}, seed {one['seed']}" for one in runs) + " |"]
     lines += ["|---|" + "---|" * len(runs)]
@@ -288,7 +320,29 @@ def diagnose() -> dict[str, Any]:
         "shapes": dict(sorted(shapes.items())),
         "colour": colour,
         "place": place,
+        "vae": vae_round_trip(),
     }
+
+
+def vae_round_trip() -> dict[str, int]:
+    """What the detector reads on the shapes VAE's encode-decode of ``DIAGNOSED`` dataset images (shape asked ->
+    shape read): the best any policy over its latents can draw."""
+    from diffusers import AutoencoderKL
+
+    from trainer.models.builtin_shapes import COMMITTED_MODEL
+    from trainer.models.shapes_dataset import random_batch
+    from trainer.rewards.shape_detector import detect_shapes
+
+    vae = AutoencoderKL.from_pretrained(COMMITTED_MODEL / "vae").eval()
+    images, captions = random_batch(DIAGNOSED, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        decoded = (vae.decode(vae.encode(images * 2 - 1).latent_dist.mode()).sample + 1) / 2
+    read: dict[str, int] = {}
+    for text, image in zip(captions, decoded.clamp(0, 1), strict=True):
+        found, _ = detect_shapes(image)
+        pair = f"{text.split()[3]} -> {found[0].shape if found else 'nothing'}"
+        read[pair] = read.get(pair, 0) + 1
+    return dict(sorted(read.items()))
 
 
 def kept_runs() -> list[dict[str, Any]]:
@@ -311,9 +365,16 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--noise-level", type=float, help="flow_grpo's SDE level a (the demo's 0.7 unless named)")
+    parser.add_argument("--kl-beta", type=float, help="the KL penalty's β against the base model (default: none)")
+    parser.add_argument(
+        "--shapes", type=lambda text: tuple(text.split(",")), default=SHAPES, help="train on these shapes' captions"
+    )
     parser.add_argument("--tabulate", action="store_true", help="write the table and curve from the kept runs")
     parser.add_argument("--diagnose", action="store_true", help="table what the detector reads on base samples")
     args = parser.parse_args()
+    if not args.shapes or not set(args.shapes) <= set(SHAPES):
+        parser.error(f"--shapes: a comma-separated list of {', '.join(SHAPES)}, not {','.join(args.shapes)!r}")
     if args.diagnose:
         DIAGNOSIS_FILE.write_text(json.dumps(diagnose(), indent=1))
     if args.tabulate or args.diagnose:
@@ -322,7 +383,7 @@ def main() -> None:
     command = " ".join(["python bench/shapes_geneval.py", *sys.argv[1:]])
     with tempfile.TemporaryDirectory(prefix="shapes-geneval-") as scratch:
         for seed in range(args.seeds):
-            spec = geneval_spec(args, seed)
+            spec = geneval_spec(args, seed, Path(scratch))
             one = {"label": label_of(spec), "seed": seed, "command": command, **train(spec, Path(scratch))}
             runs = [r for r in kept_runs() if (r["label"], r["seed"]) != (one["label"], seed)] + [one]
             write(runs)  # the file read again: a run of another configuration may have finished meanwhile
