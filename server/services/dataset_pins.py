@@ -20,6 +20,8 @@ from server.services.errors import FieldErrors, NotFound
 from trainer.spec import JobSpec, SpecError
 from trainer.spec.dataset_format import dataset_prompts, split_file
 from trainer.spec.dataset_source import DatasetSource, is_dataset_source, parse_dataset_source
+from trainer.spec.eval_task import GENEVAL_METADATA_SETS
+from trainer.spec.geneval_options import GENEVAL, geneval_source_problem
 from trainer.spec.model import IMAGE_FAMILIES
 
 
@@ -40,14 +42,20 @@ def resolve(session: Session, team_id: int, value: str, field: str) -> tuple[Dat
     return source, dataset, version
 
 
-def pin_datasets(session: Session, spec: JobSpec, team_id: int) -> None:
+def pin_datasets(session: Session, spec: JobSpec, team_id: int, trains: bool = True) -> None:
     """Write the version into every dataset reference of the spec (prompts.source, prompts.eval_source); an edit
-    set goes with a family that takes a conditioning image and only there (422 naming prompts.source)."""
+    set goes with a family that takes a conditioning image and only there, and a training job's geneval reward
+    with a prompt set that carries GenEval rows (422 naming prompts.source). A task job (`trains` False) runs
+    on its own prompts: its source job's training set is only pinned again."""
     prompts = spec.prompts
     if is_dataset_source(prompts.source):
         source, dataset, version = resolve(session, team_id, prompts.source, "prompts.source")
         _check_family(spec.model.family, dataset)
+        if trains:
+            _check_geneval_rows(spec, dataset)
         prompts.source = source.pinned(version.version)
+    elif trains:
+        _check_geneval_rows(spec, None)
     if prompts.eval_source is not None:
         source, dataset, version = resolve(session, team_id, prompts.eval_source, "prompts.eval_source")
         if dataset.format == "edit":
@@ -55,6 +63,23 @@ def pin_datasets(session: Session, spec: JobSpec, team_id: int) -> None:
                 "prompts.eval_source", "an edit set's eval rows are the test split of prompts.source, with its images"
             )
         prompts.eval_source = source.pinned(version.version)
+
+
+def _check_geneval_rows(spec: JobSpec, dataset: Dataset | None) -> None:
+    """Without a prompt's GenEval row the geneval reward scores it 0 on every check: every group ties, the
+    advantages are 0 and nothing is learnt. A team dataset must be a geneval set; another source, see
+    geneval_source_problem."""
+    if not any(reward.name == GENEVAL for reward in spec.reward):
+        return
+    if dataset is None:
+        problem = geneval_source_problem(spec.prompts.source, GENEVAL_METADATA_SETS)
+    elif dataset.format != "geneval":
+        problem = f"the geneval reward reads each prompt's GenEval row: dataset {dataset.name!r} is a "
+        problem += f"{dataset.format!r} set, not a geneval one"
+    else:
+        problem = None
+    if problem:
+        raise FieldErrors.one("prompts.source", problem)
 
 
 def _check_family(family: str, dataset: Dataset) -> None:

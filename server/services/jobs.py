@@ -81,8 +81,8 @@ def add_jobs(
     (uncommitted: an experiment adds all its cells or none). `columns[i]` sets more of job i's columns. The
     jobs are inserted in one flush, in order, so their ids follow the order of `specs`; the events and audit
     rows follow in the next, each kind in one batch. A spec naming a team dataset is pinned to its version first."""
-    for spec in specs:
-        pin_datasets(session, spec, team_id)
+    for spec, more in zip(specs, columns, strict=True):
+        pin_datasets(session, spec, team_id, trains=more.get("kind", JobKind.TRAIN) == JobKind.TRAIN)
     jobs = [
         Job(
             name=spec.name,

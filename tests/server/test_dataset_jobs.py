@@ -112,6 +112,33 @@ def test_a_dataset_the_team_does_not_have_is_refused_naming_the_field(
     assert any(e["field"] == field and says in e["message"] for e in response.json()["detail"]), response.text
 
 
+def test_the_geneval_reward_on_a_dataset_that_is_not_a_geneval_set_is_refused_naming_prompts_source(
+    harness: Harness, lab: Headers
+) -> None:
+    spec = job_spec("dataset:captions") | {"reward": [{"name": "geneval"}]}
+    response = harness.submit(spec, headers=lab)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["field"] == "prompts.source"
+    assert "dataset 'captions' is a 'text' set, not a geneval one" in error["message"]
+
+
+def test_the_geneval_reward_on_a_built_in_text_set_is_refused_and_on_a_shapes_set_queued(
+    harness: Harness, lab: Headers
+) -> None:
+    refused = harness.submit(job_spec("builtin:colors") | {"reward": [{"name": "geneval"}]}, headers=lab)
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["detail"]
+    assert error["field"] == "prompts.source"
+    assert "GenEval row, which 'builtin:colors' does not carry" in error["message"]
+    harness.submit_ok(job_spec("builtin:shapes-geneval") | {"reward": [{"name": "geneval"}]}, headers=lab)
+
+
+def test_the_geneval_reward_on_a_geneval_dataset_is_pinned(harness: Harness, lab: Headers) -> None:
+    job_id = harness.submit_ok(job_spec("dataset:objects") | {"reward": [{"name": "geneval"}]}, headers=lab)
+    assert stored_spec(harness, job_id)["prompts"]["source"] == "dataset:objects@1:train"
+
+
 def test_a_worker_on_another_host_fetches_the_pinned_split_and_its_eval_split(
     harness: Harness, lab: Headers, live: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,3 +13,14 @@ GENEVAL = "geneval"
 GENEVAL_OPTIONS = ("score_threshold", "clip_path")
 DEFAULT_SCORE_THRESHOLD = 0.3  # GenEval's --options threshold
 COUNTING_THRESHOLD = 0.9  # GenEval's --options counting_threshold, for prompts tagged "counting"
+
+
+def geneval_source_problem(source: str, metadata_sets: tuple[str, ...]) -> str | None:
+    """Why the ``geneval`` reward could not read each prompt's GenEval row from a training prompt set that is not a
+    team dataset, or None: a shapes set (``metadata_sets``) and a local ``*metadata.jsonl`` carry them."""
+    if source in metadata_sets or source.endswith("metadata.jsonl"):
+        return None
+    return (
+        f"the geneval reward reads each prompt's GenEval row, which {source!r} does not carry: use a GenEval "
+        f"metadata.jsonl, a team dataset of format geneval, or a shapes set ({', '.join(metadata_sets)})"
+    )
