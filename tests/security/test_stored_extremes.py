@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from dataset_support import uploaded
 from fastapi.routing import APIRoute
 from security_support import login_with_token
 from server_harness import Harness, png_bytes
@@ -103,7 +104,7 @@ def _urls(
     fill = {"job_id": job_id, "sample_id": sample_id, "team_id": 1, "user_id": 1, "experiment_id": experiment_id}
     fill |= {"artifact_id": artifact_id, "evaluation_id": evaluation_id}
     fill |= {"service_id": 1, "advice_id": 1, "webhook_id": 1}
-    fill |= {"model_name": "extremes", "version": 1, "alias": "production"}
+    fill |= {"model_name": "extremes", "version": 1, "alias": "production", "dataset_name": "extremes"}
     query = {"walls": "1", "keys": "loss", "key": "loss", "job": str(job_id), "jobs": f"{job_id},{other_id}"}
     urls = []
     for path, route in _get_routes(harness.client.app.routes):
@@ -144,6 +145,8 @@ def test_every_read_answers_200_whatever_numbers_are_stored(db_harness: Harness,
     registered = harness.client.post("/api/v1/models", json=model, headers=harness.admin)
     assert registered.status_code == 201, registered.text
     evaluation_id = _poisoned_evaluation(harness, job_id, POISONS[poison])
+    edit_row = b'{"prompt": "make it red", "image": "images/a.png"}\n'  # an edit set: its preview has an image
+    uploaded(harness, harness.admin, "extremes", "edit", edit_row, images={"images/a.png": png_bytes()})
     assert login_with_token(harness, harness.admin) == 303
     failures: dict[str, object] = {}
     for url in _urls(harness, job_id, sample_id, other_id, experiment["id"], artifact_id, evaluation_id):
