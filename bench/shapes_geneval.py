@@ -48,7 +48,7 @@ DIAGNOSIS_FILE = REPO / "bench" / "results" / "shapes-geneval-diagnosis.json"
 DIAGNOSED = 96  # training captions (every 15th) sampled from the base model for --diagnose
 CURVE = REPO / "docs" / "images" / "shapes-geneval-curve.png"
 EVAL_PROMPTS = 16  # held-out captions, every tenth of them (all sizes, colours, shapes and places among them)
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#000000")
 SUBS = ("presence", "count", "color", "position", "correct")
 
 
