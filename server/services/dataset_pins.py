@@ -20,8 +20,7 @@ from server.services.errors import FieldErrors, NotFound
 from trainer.spec import JobSpec, SpecError
 from trainer.spec.dataset_format import dataset_prompts, split_file
 from trainer.spec.dataset_source import DatasetSource, is_dataset_source, parse_dataset_source
-from trainer.spec.eval_task import GENEVAL_METADATA_SETS
-from trainer.spec.geneval_options import GENEVAL, geneval_source_problem
+from trainer.spec.geneval_options import GENEVAL, carries_geneval_rows, missing_geneval_rows
 from trainer.spec.model import IMAGE_FAMILIES
 
 
@@ -66,20 +65,12 @@ def pin_datasets(session: Session, spec: JobSpec, team_id: int, trains: bool = T
 
 
 def _check_geneval_rows(spec: JobSpec, dataset: Dataset | None) -> None:
-    """Without a prompt's GenEval row the geneval reward scores it 0 on every check: every group ties, the
-    advantages are 0 and nothing is learnt. A team dataset must be a geneval set; another source, see
-    geneval_source_problem."""
+    """A training job's geneval reward on a prompt set without GenEval rows: a 422 naming prompts.source."""
     if not any(reward.name == GENEVAL for reward in spec.reward):
         return
-    if dataset is None:
-        problem = geneval_source_problem(spec.prompts.source, GENEVAL_METADATA_SETS)
-    elif dataset.format != "geneval":
-        problem = f"the geneval reward reads each prompt's GenEval row: dataset {dataset.name!r} is a "
-        problem += f"{dataset.format!r} set, not a geneval one"
-    else:
-        problem = None
-    if problem:
-        raise FieldErrors.one("prompts.source", problem)
+    carries = carries_geneval_rows(spec.prompts.source) if dataset is None else dataset.format == "geneval"
+    if not carries:
+        raise FieldErrors.one("prompts.source", missing_geneval_rows(spec.prompts.source))
 
 
 def _check_family(family: str, dataset: Dataset) -> None:

@@ -33,7 +33,7 @@ from trainer.spec import SpecError
 from trainer.spec.dataset_source import is_dataset_source
 from trainer.spec.edit_set import text_prompts_problem
 from trainer.spec.eval_task import EVAL_PROMPT_SETS, GENEVAL_METADATA_SETS, EvalTask, EvaluationReport
-from trainer.spec.geneval_options import GENEVAL
+from trainer.spec.geneval_options import GENEVAL, missing_geneval_rows
 from trainer.spec.prompt_file import parse_prompt_file
 
 
@@ -77,11 +77,7 @@ def _check_geneval_rows(body: EvaluationRequest, chosen: PromptSet) -> None:
     if chosen.geneval_rows or not any(reward.get("name") == GENEVAL for reward in body.rewards):
         return
     field = "prompts" if body.prompt_file is None else "prompt_file"
-    message = (
-        f"the {GENEVAL} reward checks each prompt against its GenEval metadata row, and {chosen.name!r} has none: "
-        f"choose a team dataset of format geneval or a shapes set ({', '.join(GENEVAL_METADATA_SETS)})"
-    )
-    raise FieldErrors.one(field, message)
+    raise FieldErrors.one(field, missing_geneval_rows(chosen.name))
 
 
 def _checkpoints(session: Session, job: Job, body: EvaluationRequest) -> list[Artifact | None]:

@@ -120,7 +120,7 @@ def test_the_geneval_reward_on_a_dataset_that_is_not_a_geneval_set_is_refused_na
     assert response.status_code == 422, response.text
     [error] = response.json()["detail"]
     assert error["field"] == "prompts.source"
-    assert "dataset 'captions' is a 'text' set, not a geneval one" in error["message"]
+    assert "'dataset:captions' has none: choose a team dataset of format geneval" in error["message"]
 
 
 def test_the_geneval_reward_on_a_built_in_text_set_is_refused_and_on_a_shapes_set_queued(
@@ -130,7 +130,7 @@ def test_the_geneval_reward_on_a_built_in_text_set_is_refused_and_on_a_shapes_se
     assert refused.status_code == 422, refused.text
     [error] = refused.json()["detail"]
     assert error["field"] == "prompts.source"
-    assert "GenEval row, which 'builtin:colors' does not carry" in error["message"]
+    assert "'builtin:colors' has none: choose a team dataset of format geneval" in error["message"]
     harness.submit_ok(job_spec("builtin:shapes-geneval") | {"reward": [{"name": "geneval"}]}, headers=lab)
 
 

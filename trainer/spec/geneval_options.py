@@ -9,18 +9,24 @@ choice among GenEval's colour names on each object's crop, from the CLIP folder 
 
 from __future__ import annotations
 
+from trainer.spec.eval_task import GENEVAL_METADATA_SETS
+
 GENEVAL = "geneval"
 GENEVAL_OPTIONS = ("score_threshold", "clip_path")
 DEFAULT_SCORE_THRESHOLD = 0.3  # GenEval's --options threshold
 COUNTING_THRESHOLD = 0.9  # GenEval's --options counting_threshold, for prompts tagged "counting"
 
 
-def geneval_source_problem(source: str, metadata_sets: tuple[str, ...]) -> str | None:
-    """Why the ``geneval`` reward could not read each prompt's GenEval row from a training prompt set that is not a
-    team dataset, or None: a shapes set (``metadata_sets``) and a local ``*metadata.jsonl`` carry them."""
-    if source in metadata_sets or source.endswith("metadata.jsonl"):
-        return None
+def carries_geneval_rows(source: str) -> bool:
+    """Whether a prompt source that is not a team dataset (whose format says) gives the geneval reward each prompt's
+    GenEval row: a shapes set, or a local ``*metadata.jsonl``."""
+    return source in GENEVAL_METADATA_SETS or source.endswith("metadata.jsonl")
+
+
+def missing_geneval_rows(name: str) -> str:
+    """The refusal of the geneval reward on the prompt set ``name``, which has no GenEval rows: every prompt would
+    score 0 on every check, every group tie, and nothing be learnt or measured."""
     return (
-        f"the geneval reward reads each prompt's GenEval row, which {source!r} does not carry: use a GenEval "
-        f"metadata.jsonl, a team dataset of format geneval, or a shapes set ({', '.join(metadata_sets)})"
+        f"the {GENEVAL} reward checks each prompt against its GenEval metadata row, and {name!r} has none: choose a "
+        f"team dataset of format geneval or a shapes set ({', '.join(GENEVAL_METADATA_SETS)})"
     )
