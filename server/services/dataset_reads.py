@@ -11,7 +11,7 @@ import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.config import Settings
@@ -28,6 +28,7 @@ from server.schemas.datasets import (
 from server.services.artifact_store import artifact_store
 from server.services.auth import Caller
 from server.services.errors import FieldErrors, NotFound
+from server.services.latest_versions import with_latest_versions
 from server.services.usernames import usernames
 from trainer.spec.dataset_source import DATASET_PREFIX
 
@@ -122,22 +123,7 @@ def _dataset_out(dataset: Dataset, team: Team, latest: int | None, names: dict[i
 
 def list_datasets(session: Session, caller: Caller, team: str | None = None) -> DatasetList:
     """The datasets of the caller's teams (of `team` when given), by team then name."""
-    latest = (
-        select(DatasetVersion.dataset_id, func.max(DatasetVersion.version).label("latest"))
-        .group_by(DatasetVersion.dataset_id)
-        .subquery()
-    )
-    statement = (
-        select(Dataset, Team, latest.c.latest)
-        .join(Team, Team.id == Dataset.team_id)
-        .outerjoin(latest, latest.c.dataset_id == Dataset.id)
-        .order_by(Team.name, Dataset.name)
-    )
-    if not caller.is_admin:
-        statement = statement.where(Dataset.team_id.in_(caller.team_ids))
-    if team is not None:
-        statement = statement.where(Team.name == team)
-    rows = session.execute(statement).all()
+    rows = with_latest_versions(session, caller, Dataset, DatasetVersion.dataset_id, DatasetVersion.version, team)
     names = usernames(session, (d.created_by for d, _, _ in rows))
     return DatasetList(items=[_dataset_out(d, t, v, names) for d, t, v in rows])
 

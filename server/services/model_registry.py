@@ -34,6 +34,7 @@ from server.schemas.model_registry import (
 from server.services import audit
 from server.services.auth import Caller
 from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound
+from server.services.latest_versions import with_latest_versions
 from server.services.model_lineage import lineage_of
 from server.services.scoping import SUBMIT_ROLES, ensure_writer, scope_jobs, team_role
 from server.services.task_jobs import CHECKPOINT_KINDS, checkpoint_artifact
@@ -233,22 +234,7 @@ def _model_out(
 
 def list_models(session: Session, caller: Caller, team: str | None = None) -> ModelList:
     """The models of the caller's teams (of `team` when given), by team then name."""
-    latest = (
-        select(ModelVersion.model_id, func.max(ModelVersion.version).label("latest"))
-        .group_by(ModelVersion.model_id)
-        .subquery()
-    )
-    statement = (
-        select(RegisteredModel, Team, latest.c.latest)
-        .join(Team, Team.id == RegisteredModel.team_id)
-        .outerjoin(latest, latest.c.model_id == RegisteredModel.id)
-        .order_by(Team.name, RegisteredModel.name)
-    )
-    if not caller.is_admin:
-        statement = statement.where(RegisteredModel.team_id.in_(caller.team_ids))
-    if team is not None:
-        statement = statement.where(Team.name == team)
-    rows = session.execute(statement).all()
+    rows = with_latest_versions(session, caller, RegisteredModel, ModelVersion.model_id, ModelVersion.version, team)
     aliases = _aliases(session, [m.id for m, _, _ in rows])
     names = usernames(session, (m.created_by for m, _, _ in rows))
     return ModelList(items=[_model_out(m, t, v, aliases[m.id], names) for m, t, v in rows])
