@@ -27,8 +27,9 @@ from server.schemas.datasets import (
 )
 from server.services.artifact_store import artifact_store
 from server.services.auth import Caller
-from server.services.errors import FieldErrors, NotFound
+from server.services.errors import NotFound
 from server.services.latest_versions import with_latest_versions
+from server.services.named_in_team import visible_by_name
 from server.services.usernames import usernames
 from trainer.spec.dataset_source import DATASET_PREFIX
 
@@ -41,18 +42,7 @@ def dataset_url(name: str, number: int) -> str:
 
 def visible_dataset(session: Session, caller: Caller, name: str, team: str | None = None) -> tuple[Dataset, Team]:
     """The dataset called `name` in the caller's teams (server admins: any team), in `team` when given."""
-    statement = select(Dataset, Team).join(Team, Team.id == Dataset.team_id).where(Dataset.name == name)
-    if not caller.is_admin:
-        statement = statement.where(Dataset.team_id.in_(caller.team_ids))
-    if team is not None:
-        statement = statement.where(Team.name == team)
-    rows = session.execute(statement).all()
-    if not rows:
-        raise NotFound(f"dataset {name!r} not found")
-    if len(rows) > 1:
-        teams = ", ".join(sorted(t.name for _, t in rows))
-        raise FieldErrors.one("team", f"dataset {name!r} is in several of your teams ({teams}); choose one with team")
-    return rows[0]
+    return visible_by_name(session, caller, Dataset, "dataset", name, team)
 
 
 def job_dataset(session: Session, job: Job, name: str) -> tuple[Dataset, Team]:

@@ -36,6 +36,7 @@ from server.services.auth import Caller
 from server.services.errors import Conflict, FieldErrors, Forbidden, NotFound
 from server.services.latest_versions import with_latest_versions
 from server.services.model_lineage import lineage_of
+from server.services.named_in_team import visible_by_name
 from server.services.scoping import SUBMIT_ROLES, ensure_writer, scope_jobs, team_role
 from server.services.task_jobs import CHECKPOINT_KINDS, checkpoint_artifact
 from server.services.usernames import usernames
@@ -124,20 +125,7 @@ def register_version(session: Session, caller: Caller, body: ModelRegister) -> M
 
 def visible_model(session: Session, caller: Caller, name: str, team: str | None = None) -> tuple[RegisteredModel, Team]:
     """The model called `name` in the caller's teams (server admins: any team), in `team` when given."""
-    statement = (
-        select(RegisteredModel, Team).join(Team, Team.id == RegisteredModel.team_id).where(RegisteredModel.name == name)
-    )
-    if not caller.is_admin:
-        statement = statement.where(RegisteredModel.team_id.in_(caller.team_ids))
-    if team is not None:
-        statement = statement.where(Team.name == team)
-    rows = session.execute(statement).all()
-    if not rows:
-        raise NotFound(f"model {name!r} not found")
-    if len(rows) > 1:
-        teams = ", ".join(sorted(t.name for _, t in rows))
-        raise FieldErrors.one("team", f"model {name!r} is in several of your teams ({teams}); choose one with team")
-    return rows[0]
+    return visible_by_name(session, caller, RegisteredModel, "model", name, team)
 
 
 def _aliases(session: Session, model_ids: list[int]) -> dict[int, list[ModelAliasOut]]:
