@@ -46,7 +46,15 @@ def peak_of_records(records: Iterable[Any]) -> int:
 
 
 def peak_step_bytes(action: Callable[[], object]) -> int:
-    """Run ``action`` under the profiler; its peak live bytes above the start."""
+    """Run ``action`` under the profiler; its peak live bytes above the start.
+
+    The results are released before returning. The profile object sits in a reference cycle (its action map holds
+    its own bound methods), so otherwise its results live until a garbage collection, and when that is the
+    interpreter's last one, at exit, freeing them crashes the process (SIGSEGV in ``~ProfilerResult``: torch 2.13,
+    seen on digenrl's generator rank, whose steps leave little other garbage to trigger a collection earlier)."""
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         action()
-    return peak_of_records(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
+    try:
+        return peak_of_records(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
+    finally:
+        prof.profiler.kineto_results = None  # type: ignore[union-attr]
