@@ -84,6 +84,7 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_audit.py",
         "tests/executors/test_jagg_against_native.py",
         "tests/executors/test_jagg_probes.py",
+        "tests/executors/test_jagg_composed_audit.py",  # the composed executors held to jagg's gradient
     ],
     # The composed executors: held to jagg's gradient by the audit (against_jagg), on one rank and two.
     "trainer/executors/jagg_groups.py": [
@@ -95,10 +96,13 @@ MODULES: dict[str, list[str]] = {
     "trainer/executors/jagg_retain.py": [
         "tests/executors/test_jagg_composed_audit.py",
         "tests/executors/test_jagg_composed_spec.py",
+        "tests/executors/test_meta_device_step.py",  # a whole step of it, with and without a KL
     ],
     "trainer/executors/jagg_reweight.py": [
         "tests/executors/test_jagg_composed_audit.py",
         "tests/executors/test_jagg_composed_spec.py",
+        "tests/executors/test_meta_device_step.py",  # a whole step of it, with and without a KL
+        "tests/executors/test_audit_mutations.py",  # its KL term judged apart from the whole loss
     ],
     "trainer/executors/graph_rollout.py": [
         "tests/executors/test_graph_rollout.py",  # without a replay: the job's own rollout
@@ -113,10 +117,17 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_hybrid_schedule.py",
     ],
     "trainer/executors/registry.py": ["tests/executors/test_executor_base.py", "tests/executors/test_spec_refusals.py"],
-    # digenrl needs a generator and a trainer rank for a whole step: one process reaches its generation and replay.
-    "trainer/executors/digenrl.py": ["tests/executors/test_meta_device_step.py"],
-    "trainer/executors/tsp_replay.py": ["tests/executors/test_meta_device_step.py"],
-    "trainer/executors/units.py": ["tests/executors/test_meta_device_step.py"],
+    # digenrl needs a generator and a trainer rank for a whole step (its torchrun tests are slow): one process reaches
+    # its pools' layout, its generation, its step result and its replay.
+    "trainer/executors/digenrl.py": [
+        "tests/executors/test_digenrl_layout.py",
+        "tests/executors/test_meta_device_step.py",
+    ],
+    "trainer/executors/tsp_replay.py": [
+        "tests/executors/test_tsp_replay.py",  # every unit replayed forms native's gradient, at two batch widths
+        "tests/executors/test_meta_device_step.py",
+    ],
+    "trainer/executors/units.py": ["tests/executors/test_digenrl_units.py", "tests/executors/test_meta_device_step.py"],
     "server/services/scoping.py": [
         "tests/security/test_route_table_cross_team.py",
         "tests/security/test_cross_team.py",
