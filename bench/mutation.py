@@ -85,6 +85,7 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_jagg_against_native.py",
         "tests/executors/test_jagg_probes.py",
         "tests/executors/test_jagg_composed_audit.py",  # the composed executors held to jagg's gradient
+        "tests/executors/test_jagg_step.py",  # its timings and executor metrics
     ],
     # The composed executors: held to jagg's gradient by the audit (against_jagg), on one rank and two.
     "trainer/executors/jagg_groups.py": [
