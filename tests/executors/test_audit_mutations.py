@@ -140,6 +140,8 @@ def test_a_kl_scaled_by_1_01_in_jagg_reweight_fails_its_audit_against_jagg_on_th
 
     monkeypatch.setattr(trainer.executors.jagg_reweight, "reference_kl", scaled)
     spec = audit_spec(algorithm={**DANCE_KL, "train_timesteps": 5, "sampling_steps": 6}, executor=JAGG_KL)
-    against = audited(tmp_path, spec, "jagg_reweight")["against_jagg"]
+    result = audited(tmp_path, spec, "jagg_reweight")
+    against = result["against_jagg"]
     assert against["verdict"] == "fail" and against["terms"]["kl"]["verdict"] == "fail"
     assert against["terms"]["policy"]["verdict"] == "pass"
+    assert result["verdict"] == "fail"  # its verdict is the worse of the two judgements (against native: a report)
