@@ -181,6 +181,11 @@ _TILE_START = (
 _FLOATS = "MetricStep's values and wall_time are floats (pydantic), so numpy infers float64 unasked"
 _INTS = "a step is an int, so numpy infers int64 unasked (on the 64-bit platforms the server runs on)"
 _SAME_JOIN = "SQLAlchemy infers the same ON clause from the one foreign key between the two tables: the same SQL"
+_DIGENRL = "trainer.executors.digenrl.xǁDigenrlExecutorǁ"
+_LOCAL_PLAN = (
+    "digenrl's local Distributed only plans the whole step in one process: no plan reads its rank or local_rank, and "
+    "its collectives are no-ops at world_size 1"
+)
 _POOL_ORDER = "the pools are 'rollout' and 'trainer' (POOLS in server/models/host.py): alphabetical is POOLS' order"
 EQUIVALENT: dict[str, str] = {
     _BLOCKS + "x_pack__mutmut_60": _TILE_START + "16 * block - tile changes exactly where 16 * block + tile does",
@@ -216,6 +221,12 @@ EQUIVALENT: dict[str, str] = {
         "the first update's clip mask (all False) is only averaged within its own update and read to the host: "
         "its mean is 0 wherever it lives"
     ),
+    "trainer.executors.jagg.xǁJaggExecutorǁprobe_cosine__mutmut_50": (
+        "torch.autograd.grad returns one gradient (or None) per input it is given: approx and params always have the "
+        "same length"
+    ),
+    _DIGENRL + "__init____mutmut_20": _LOCAL_PLAN,
+    _DIGENRL + "__init____mutmut_30": _LOCAL_PLAN,
     "trainer.executors.native.xǁNativeExecutorǁtrain_step__mutmut_18": (
         "native scores the trajectory job.rollout returned, whose rewards the background scorer already holds: "
         "job.score reads the batch only for a trajectory made elsewhere"

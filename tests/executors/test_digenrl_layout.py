@@ -17,15 +17,15 @@ from tests.executors.conftest import audit_spec
 from trainer.advantages import group_advantages
 from trainer.executors.digenrl import DigenrlExecutor
 from trainer.job import Replay, Scores, TrainingJob
-from trainer.rollout import sample_noise
 from trainer.spec import DigenrlOptions, parse_spec
 
 
 @pytest.fixture(scope="module")
 def job(sfumato_home: Path, tiny_model_dir: Path) -> Iterator[TrainingJob]:
-    """Three prompt groups of two, T = 4 (K = 3), two rewards (so a unit carries two parts), the std over the whole
-    step (n - 1) and a clip that bites."""
+    """Three prompt groups of two, T = 4 (K = 3), CFG, two rewards (so a unit carries two parts), the std over the
+    whole step (n - 1) and a clip that bites."""
     algorithm = {"prompts_per_step": 3, "group_size": 2, "global_std": True, "unbiased_std": True, "adv_clip": 1.2}
+    algorithm |= {"cfg_scale": 3.0}
     spec = audit_spec(algorithm=algorithm)
     spec["reward"] = [{"name": "brightness", "weight": 1.0}, {"name": "colorfulness", "weight": 0.5}]
     built = TrainingJob.build(parse_spec(spec), "sharded")
@@ -102,8 +102,9 @@ def test_a_generated_group_is_one_unit_per_member_with_its_rows_rewards_and_the_
     assert [u.reward for u in units] == pytest.approx(total.double().tolist(), abs=1e-5)
     sent = torch.tensor([u.parts for u in units], dtype=torch.float64)
     assert torch.allclose(sent, torch.stack([parts["brightness"], parts["colorfulness"]], dim=1).double(), atol=1e-5)
-    noise = sample_noise(job.algorithm, batch.step, [u.sample_id for u in units], job.dist.device)  # their own x_0
-    assert torch.equal(torch.stack([u.latents[0] for u in units]), noise.initial(job.family.latent_shape).cpu())
+    with torch.no_grad():
+        whole = job.rollout(batch, plan)  # the job's own rollout: each sample's noise, the CFG branch
+    assert torch.allclose(torch.stack([u.latents for u in units]), whole.latents[rows].cpu(), atol=1e-5)
 
 
 def test_in_replay_mode_a_group_s_units_are_its_rows_of_the_stored_trajectory_and_scores(job: TrainingJob) -> None:
