@@ -40,6 +40,9 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_audit_refusals.py",
         "tests/executors/test_jagg_composed_audit.py",  # same_estimator: a composed executor against jagg
         "tests/executors/test_audit_mutations.py",  # a term's failed verdict where the whole loss passes
+        "tests/executors/test_audit_verdict_rules.py",  # verdict, worst, floor_bound, floor_split, worst_entry alone
+        "tests/executors/test_audit_bf16_class.py",  # the bf16 class: its floor, bounds and refusal
+        "tests/executors/test_audit_figures.py",  # gradient_figures and compare on hand-made tensors
     ],
     # Each executor module with single-process tests of its behaviour (the torchrun tests would take minutes a mutant).
     "trainer/executors/lean_reweight.py": [
@@ -150,6 +153,7 @@ MODULES: dict[str, list[str]] = {
         "tests/security/test_password_credentials.py",
         "tests/security/test_session_credentials.py",
         "tests/server/test_superseded_job_token.py",  # the token of an attempt that is over
+        "tests/server/test_job_token_reads.py",  # a job token reading its team's artifacts (running_job_of_token)
     ],
     # The scheduling tests that judge placement (the rest reach place_queued_jobs only to set up a run).
     "server/services/placement_pass.py": [
