@@ -37,6 +37,9 @@ SPECS = {
     "wan-full-flow-grpo": audit_spec(
         model={"family": "wan"}, algorithm={"sampling_steps": 6}, executor={"name": "jagg_retain", **ROUTING}
     ),
+    "sd3-full-two-routed-groups": audit_spec(  # K = 5, W = 2: two routed groups, one unrouted step
+        algorithm={"sampling_steps": 6}, executor={"name": "jagg_retain", "group_width": 2, "jagg_frac": 1.0}
+    ),
     "sd3-mix-grpo": audit_spec(
         algorithm={"name": "mix_grpo", "sampling_steps": 8, "window_size": 4},
         executor={"name": "jagg_retain", "group_width": 4, "jagg_frac": 1.0},

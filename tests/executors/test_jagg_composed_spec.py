@@ -63,6 +63,18 @@ def test_jagg_retain_s_memory_guard_falls_back_to_jagg_with_the_same_routing(
     assert fallback is not None and fallback.name == "jagg" and fallback.options.jagg_frac == 1  # type: ignore[attr-defined]
 
 
+def test_jagg_retain_s_memory_guard_falls_back_to_jagg_reweight_paying_the_kl_s_extra_vjp(
+    sfumato_home: Path, tiny_model_dir: Path
+) -> None:
+    """jagg_reweight's own default (kl: require_zero) would refuse the KL jagg_retain computes as it goes."""
+    executor = {"name": "jagg_retain", "max_retained_graphs": 1, "on_memory_guard": "jagg_reweight", "jagg_frac": 1}
+    spec = parse_spec(tiny_spec(executor=executor))
+    job = TrainingJob.build(spec, "shared")
+    fallback = JaggRetainExecutor(job, spec.executor).fallback  # type: ignore[arg-type]
+    assert fallback is not None and fallback.name == "jagg_reweight"
+    assert fallback.options.kl == "extra_vjp" and fallback.options.jagg_frac == 1  # type: ignore[attr-defined]
+
+
 def test_a_memory_budget_too_small_for_jagg_retain_s_graphs_fails_the_first_step_with_the_estimate(
     sfumato_home: Path, tiny_model_dir: Path
 ) -> None:
