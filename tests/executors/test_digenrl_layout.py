@@ -132,13 +132,14 @@ def test_each_rank_returns_its_equal_slice_of_the_step_s_rewards_and_the_whole_s
     job: TrainingJob,
 ) -> None:
     """Six samples over three ranks: rank 1 holds samples 2 and 3; the advantages are every group's."""
-    rewards = torch.tensor([[float(i), 10.0 + i, 20.0 + i] for i in (0, 3, 1, 7, 2, 2)], dtype=torch.float64)
+    totals, brightness = (0, 3, 1, 7, 2, 2), (5, 1, 4, 0, 2, 9)  # a part that orders the samples otherwise
+    rewards = torch.tensor([[t, b, 20.0 + t] for t, b in zip(totals, brightness, strict=True)], dtype=torch.float64)
     digenrl = on_rank(job, 1, 3)
     with as_rank(job, 1, 3):
         result = digenrl.result({"loss": 0.25}, rewards)
     assert result.metrics == {"loss": 0.25}
     assert result.scores.total.tolist() == [1.0, 7.0]
-    assert result.scores.parts["brightness"].tolist() == [11.0, 17.0]
+    assert result.scores.parts["brightness"].tolist() == [4.0, 0.0]
     assert result.scores.parts["colorfulness"].tolist() == [21.0, 27.0]
     assert result.gathered_rewards.tolist() == [0.0, 3.0, 1.0, 7.0, 2.0, 2.0]
     spec = job.spec.algorithm
