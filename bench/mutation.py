@@ -234,8 +234,15 @@ EQUIVALENT: dict[str, str] = {
         "the unrouted losses' cotangent is 0-dimensional: autograd moves a 0-dim cotangent to its output's device "
         "(validate_outputs), so device=None backwards the same (the meta-device step passes with it)"
     ),
+    "trainer.executors.jagg_reweight.xǁJaggReweightExecutorǁ__init____mutmut_10": (
+        "sample_rollout sets first_ends to {} before each sample's rollout, the only place that reads it: the "
+        "constructor's value is never read"
+    ),
     _DIGENRL + "__init____mutmut_20": _LOCAL_PLAN,
     _DIGENRL + "__init____mutmut_30": _LOCAL_PLAN,
+    _DIGENRL + "trainer_step__mutmut_90": (
+        "a group's advantages are computed from its units' rewards, one per unit: the zip's lengths always match"
+    ),
     "trainer.executors.native.xǁNativeExecutorǁtrain_step__mutmut_18": (
         "native scores the trajectory job.rollout returned, whose rewards the background scorer already holds: "
         "job.score reads the batch only for a trajectory made elsewhere"
