@@ -42,23 +42,38 @@ def test_executor_trains_two_steps_on_two_gloo_ranks(
     assert metrics[1]["grad_norm"] > 0
 
 
-@pytest.mark.slow
-def test_digenrl_streams_one_step_stale_units_from_one_generator_to_one_trainer(
-    tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path
-) -> None:
+@pytest.fixture(scope="module")
+def stale_digenrl(tmp_path_factory: pytest.TempPathFactory, sfumato_home: Path, tiny_model_dir: Path) -> Path:
+    """Two steps of digenrl on two gloo ranks (a generator, a trainer), one step stale, trainer-assisted, replaying
+    two trained steps a batch; its output directory."""
+    tmp_path = tmp_path_factory.mktemp("stale_digenrl")
     executor = {"name": "digenrl", "max_staleness": 1, "trainer_assisted": True, "timestep_batch": 2}
     algorithm = {"total_steps": 2, "prompts_per_step": 4, "global_std": False}
     spec = audit_spec(executor=executor, algorithm=algorithm, resources={"devices": 2})
     result = torchrun(tmp_path, sfumato_home, spec, "run", "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    first, second = read_metrics(tmp_path / "out")
+    return tmp_path / "out"
+
+
+@pytest.mark.slow
+def test_digenrl_streams_one_step_stale_units_from_one_generator_to_one_trainer(stale_digenrl: Path) -> None:
+    first, second = read_metrics(stale_digenrl)
     assert first["executor/units"] == second["executor/units"] == 8
     assert first["executor/tag_units"] == 2  # the trainer generated its last group itself
     assert first["executor/stale_fraction"] == 0.0 and first["ratio/max_abs_dev"] < 1e-6
     # step 2: the generator's first group came from theta_0 while step 1 trained
     assert second["executor/stale_fraction"] == 0.25 and second["executor/max_version_lag"] == 1
     assert second["ratio/max_abs_dev"] > 0
-    assert second["executor/weight_bytes"] > 0 and (tmp_path / "out" / "model").exists()
+    assert second["executor/weight_bytes"] > 0 and (stale_digenrl / "model").exists()
+
+
+@pytest.mark.slow
+def test_digenrl_reports_its_replay_batch_its_generation_time_and_no_trainer_all_reduce(stale_digenrl: Path) -> None:
+    """Every rank logs the trainer's step report: kept graphs per replayed batch (timestep_batch 2 of K = 3), the
+    generators' rollout time, and no all-reduce over a trainer pool of one."""
+    for metrics in read_metrics(stale_digenrl):
+        assert metrics["executor/retained_graphs"] == 2
+        assert metrics["time/rollout"] > 0 and metrics["executor/sync_count"] == 0
 
 
 @pytest.mark.parametrize("fallback", ["native", "lean_reweight"])
