@@ -396,7 +396,7 @@ def earlier_reports(text: str) -> tuple[str, dict[str, ModuleReport]]:
             cells += ["not recorded"] * (len(COLUMNS) + len(RUN_COLUMNS) - len(cells))  # a row from before run columns
             reports[cells[0]] = ModuleReport("| " + " | ".join(cells) + " |", "")
     for line in table.splitlines():
-        module = line.removeprefix("- ").split(": ", 1)[0]
+        module = line.removeprefix("- ").split(": ", 1)[0].split(" (", 1)[0]  # a hand-written note after the name kept
         if line.startswith("- ") and module in reports:
             reports[module].tests = line
     for section in survivor_sections:
