@@ -11,6 +11,9 @@ import pytest
 
 from tests.executors.conftest import audit_spec, torchrun
 from tests.trainer.conftest import read_metrics, write_spec
+from trainer.executors.units import unit_size
+from trainer.models.builtin_tiny import LATENT_SIZE
+from trainer.models.tiny_vae import LATENT_CHANNELS
 from trainer.run import run
 
 EXECUTOR_KEYS = {"executor/retained_graphs", "executor/buffer_bytes", "executor/sync_count"}
@@ -74,6 +77,36 @@ def test_digenrl_reports_its_replay_batch_its_generation_time_and_no_trainer_all
     for metrics in read_metrics(stale_digenrl):
         assert metrics["executor/retained_graphs"] == 2
         assert metrics["time/rollout"] > 0 and metrics["executor/sync_count"] == 0
+
+
+@pytest.mark.slow
+def test_digenrl_logs_the_generator_s_wait_for_new_weights(stale_digenrl: Path) -> None:
+    for metrics in read_metrics(stale_digenrl):  # the generator is done before the trainer pushes the weights
+        assert metrics["executor/generator_idle"] > 0
+
+
+@pytest.mark.slow
+def test_digenrl_logs_the_trainer_s_wait_for_units(stale_digenrl: Path) -> None:
+    for metrics in read_metrics(stale_digenrl):  # at least the first unit of each step is received
+        assert metrics["executor/trainer_idle"] > 0
+
+
+@pytest.mark.slow
+def test_digenrl_s_trainer_clocks_fit_inside_the_logged_step(stale_digenrl: Path) -> None:
+    """The trainer waits, trains and syncs after generating its own group and before rank 0's step ends (that
+    generator's last act in the step is receiving the weights the trainer pushes), so the three sum to less."""
+    for metrics in read_metrics(stale_digenrl):
+        trainer = metrics["time/train"] + metrics["executor/trainer_idle"] + metrics["time/sync"]
+        assert trainer <= metrics["time/step"]
+
+
+@pytest.mark.slow
+def test_digenrl_logs_the_unit_buffers_its_trainer_holds(stale_digenrl: Path) -> None:
+    """Rank 0 logs the step but is a generator: the bytes are the trainer's 8 units as float64, each its header,
+    reward, one reward part, 4 log-probs and 5 latents of the tiny model."""
+    held = unit_size(4, (LATENT_CHANNELS, LATENT_SIZE, LATENT_SIZE), 1) * 8 * 8
+    for metrics in read_metrics(stale_digenrl):
+        assert metrics["executor/buffer_bytes"] == held
 
 
 @pytest.mark.parametrize("fallback", ["native", "lean_reweight"])

@@ -333,15 +333,17 @@ class DigenrlExecutor(Executor):
         vector = torch.tensor([own.get(k, 0.0) for k in SHARED_KEYS], dtype=torch.float64)
         dist.broadcast(vector, src=self.trainers[0])
         metrics = dict(zip(SHARED_KEYS, vector.tolist(), strict=True))
-        timing = torch.zeros(world, 2, dtype=torch.float64)
-        mine = [own.get("time/rollout", 0.0), own.get("executor/generator_idle", 0.0)]
-        timing[self.job.dist.rank] = torch.tensor(mine, dtype=torch.float64)
-        dist.all_reduce(timing)
-        metrics["time/rollout"] = float(timing[self.generators, 0].max())
-        metrics["executor/generator_idle"] = float(timing[self.generators, 1].max())
+        # Per rank: the generators' clocks and the float64 unit buffers a trainer holds. Rank 0, which logs, is a
+        # generator and holds none, so the fullest trainer's bytes come from here, not from its own units.
+        pools = torch.zeros(world, 3, dtype=torch.float64)
+        mine = [own.get("time/rollout", 0.0), own.get("executor/generator_idle", 0.0), self.size * 8 * len(units)]
+        pools[self.job.dist.rank] = torch.tensor(mine, dtype=torch.float64)
+        dist.all_reduce(pools)
+        metrics["time/rollout"] = float(pools[self.generators, 0].max())
+        metrics["executor/generator_idle"] = float(pools[self.generators, 1].max())
         metrics["time/reward"] = 0.0  # scored inside generation, counted in time/rollout
         metrics["executor/sync_count"] = float(len(self.trainers) > 1)
-        metrics["executor/buffer_bytes"] = float(self.size * 8 * len(units))
+        metrics["executor/buffer_bytes"] = float(pools[self.trainers, 2].max())
         metrics["executor/staleness"] = float(self.staleness)
         spec = self.job.spec.algorithm
         rewards = torch.zeros(spec.prompts_per_step * spec.group_size, 1 + len(self.parts), dtype=torch.float64)
