@@ -18,11 +18,12 @@ from trainer.audit import CLASS_BOUNDS
 def test_two_trainers_reduce_to_native_s_gradient(
     tmp_path: Path, sfumato_home: Path, tiny_model_dir: Path, global_std: bool
 ) -> None:
-    spec = audit_spec(
-        resources={"devices": 3},
-        algorithm={"prompts_per_step": 2, "group_size": 3, "global_std": global_std},  # a group per trainer
-        executor={"name": "digenrl", "rollout_devices": 1},
-    )
+    # A group per trainer. The clip at 0.5 bites both ways: in a group of 3 the largest advantage is at least
+    # 1/sqrt(3) and the smallest at most -1/sqrt(3) (group std, biased or not; unless its rewards are all equal), so a
+    # one-sided clip departs from native; and a group's clipped advantages no longer sum to 0, so its loss (at ratio 1,
+    # minus their mean) is not the other group's: the step's loss must be both trainers'.
+    algorithm = {"prompts_per_step": 2, "group_size": 3, "global_std": global_std, "adv_clip": 0.5}
+    spec = audit_spec(resources={"devices": 3}, algorithm=algorithm, executor={"name": "digenrl", "rollout_devices": 1})
     result = torchrun(tmp_path, sfumato_home, spec, "audit", "--executors", "native,digenrl", ranks=3, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(result.stdout[result.stdout.index("{") : result.stdout.rindex("}") + 1])

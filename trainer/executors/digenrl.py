@@ -68,6 +68,8 @@ SHARED_KEYS = (
     "executor/weight_bytes",
     "executor/retained_graphs",
 )
+# Each trainer's means over its own samples: the step's is their mean weighted by units, as native's over every sample.
+AVERAGED_KEYS = ("loss", "kl", "approx_kl", "clip_frac", "ratio/mean")
 
 
 @dataclass
@@ -333,14 +335,19 @@ class DigenrlExecutor(Executor):
         vector = torch.tensor([own.get(k, 0.0) for k in SHARED_KEYS], dtype=torch.float64)
         dist.broadcast(vector, src=self.trainers[0])
         metrics = dict(zip(SHARED_KEYS, vector.tolist(), strict=True))
-        # Per rank: the generators' clocks and the float64 unit buffers a trainer holds. Rank 0, which logs, is a
-        # generator and holds none, so the fullest trainer's bytes come from here, not from its own units.
-        pools = torch.zeros(world, 3, dtype=torch.float64)
-        mine = [own.get("time/rollout", 0.0), own.get("executor/generator_idle", 0.0), self.size * 8 * len(units)]
+        # Per rank: the generators' clocks, the float64 unit buffers a trainer holds and its unit-weighted means.
+        # Rank 0, which logs, is a generator holding none, and the first trainer trains only its own groups.
+        held = len(units)
+        mine = [own.get("time/rollout", 0.0), own.get("executor/generator_idle", 0.0), self.size * 8 * held, held]
+        mine += [own.get(key, 0.0) * held for key in AVERAGED_KEYS] + [own.get("ratio/max_abs_dev", 0.0)]
+        pools = torch.zeros(world, len(mine), dtype=torch.float64)
         pools[self.job.dist.rank] = torch.tensor(mine, dtype=torch.float64)
         dist.all_reduce(pools)
         metrics["time/rollout"] = float(pools[self.generators, 0].max())
         metrics["executor/generator_idle"] = float(pools[self.generators, 1].max())
+        for column, key in enumerate(AVERAGED_KEYS, start=4):
+            metrics[key] = float(pools[:, column].sum() / pools[:, 3].sum())
+        metrics["ratio/max_abs_dev"] = float(pools[:, -1].max())
         metrics["time/reward"] = 0.0  # scored inside generation, counted in time/rollout
         metrics["executor/sync_count"] = float(len(self.trainers) > 1)
         metrics["executor/buffer_bytes"] = float(pools[self.trainers, 2].max())
