@@ -43,6 +43,7 @@ MODULES: dict[str, list[str]] = {
         "tests/executors/test_audit_verdict_rules.py",  # verdict, worst, floor_bound, floor_split, worst_entry alone
         "tests/executors/test_audit_bf16_class.py",  # the bf16 class: its floor, bounds and refusal
         "tests/executors/test_audit_figures.py",  # gradient_figures and compare on hand-made tensors
+        "tests/executors/test_audit_ratio_distance.py",  # a capture's ratio distance where it is not 0
     ],
     # Each executor module with single-process tests of its behaviour (the torchrun tests would take minutes a mutant).
     "trainer/executors/lean_reweight.py": [
