@@ -15,7 +15,7 @@ from trainer.executors.lean_retain import LeanRetainExecutor
 from trainer.executors.retained_graph_budget import RetainedGraphBudget
 from trainer.job import TrainingJob
 from trainer.layout import step_batch
-from trainer.spec import SpecError, parse_spec
+from trainer.spec import SpecError, parse_spec, retained_graph_bound
 from trainer.step_memory import StepMemory, measure_step
 
 MiB = 2**20
@@ -27,6 +27,12 @@ def test_the_graphs_that_fit_are_the_room_beside_the_rest_of_the_step_over_the_b
     assert RetainedGraphBudget.measured(100 * MiB, measured, 8).graphs_that_fit() == 8
     assert RetainedGraphBudget.measured(84 * MiB, measured, 8).graphs_that_fit() == 4
     assert RetainedGraphBudget.measured(64 * MiB, measured, 8).graphs_that_fit() == 0
+
+
+def test_a_budget_of_exactly_the_measured_peak_fits_every_graph_the_step_kept() -> None:
+    """1001 bytes over 12 graphs: a float division floors the room to 11 graphs."""
+    measured = StepMemory(start=3000, rise=1001, retained_graphs=1001)
+    assert RetainedGraphBudget.measured(measured.peak, measured, 12).graphs_that_fit() == 12
 
 
 def test_a_budget_below_what_the_step_holds_otherwise_fits_no_graph() -> None:
@@ -71,3 +77,28 @@ def test_a_budget_the_graphs_overflow_fails_naming_the_budget_when_the_guard_fai
     with pytest.raises(SpecError) as refused:
         two_steps(1)
     assert refused.value.field == "resources.memory_budget" and "room for 0" in refused.value.message
+
+
+@pytest.fixture
+def budgeted(sfumato_home: Path, tiny_model_dir: Path) -> LeanRetainExecutor:
+    """A lean_retain executor under a 4000-byte budget, guard 'fail', before its first measured step."""
+    spec = parse_spec(audit_spec(executor={"name": "lean_retain"}, resources={"memory_budget": 4000}))
+    return LeanRetainExecutor(TrainingJob.build(spec, "shared"), spec.executor)  # type: ignore[arg-type]
+
+
+def measured_once(executor: LeanRetainExecutor, memory: StepMemory) -> None:
+    """What a measured step leaves: the job's last step memory and the graphs the executor kept (its bound)."""
+    executor.job.memory.last, executor.kept = memory, retained_graph_bound(executor.job.spec)
+    executor.apply_budget()
+
+
+def test_a_step_whose_peak_is_exactly_the_budget_keeps_its_graphs(budgeted: LeanRetainExecutor) -> None:
+    measured_once(budgeted, StepMemory(start=2999, rise=1001, retained_graphs=1001))
+    assert budgeted.fallback is None
+
+
+def test_the_budget_is_judged_on_the_first_measured_step_only(budgeted: LeanRetainExecutor) -> None:
+    """A later step measured over the budget (CUDA measures every step) changes nothing: the limit is set once."""
+    measured_once(budgeted, StepMemory(start=3000, rise=1000, retained_graphs=1000))
+    measured_once(budgeted, StepMemory(start=3000, rise=5000, retained_graphs=1000))
+    assert budgeted.fallback is None

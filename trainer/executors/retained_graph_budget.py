@@ -29,11 +29,13 @@ class RetainedGraphBudget:
         return self.retained_bytes / self.graphs
 
     def graphs_that_fit(self) -> int:
-        """The most graphs whose bytes fit the budget beside everything else the step held."""
+        """The most graphs whose bytes fit the budget beside everything else the step held. In integers: the
+        float ``room // per_graph`` floors a budget of exactly the measured peak to one graph fewer than it kept
+        for a third of byte counts (1001 bytes over 12 graphs: 11)."""
         room = self.budget - (self.peak - self.retained_bytes)
         if room <= 0:
             return 0
-        return int(room // self.per_graph)
+        return room * self.graphs // self.retained_bytes
 
     def sentence(self, wanted: int, executor: str) -> str:
         return (
